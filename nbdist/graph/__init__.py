@@ -1,0 +1,1 @@
+"""Recording layer: graphs, ops, tensors, devices. Runs nothing; imports no other layer."""

@@ -1,0 +1,106 @@
+"""TF's `DType`s over numpy dtypes: `tf.float32`, `tf.int64`, `tf.string`, ...
+
+`as_dtype` normalises every accepted form (a `DType`, a numpy dtype or type, a
+name such as ``"float32"``) once, so the rest of nbdist only sees `DType`s.
+"""
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type: a name plus the numpy dtype that holds its values."""
+
+    __slots__ = ("name", "as_numpy_dtype", "_np")
+
+    def __init__(self, name, np_dtype):
+        self.name = name
+        self._np = np.dtype(np_dtype)
+        self.as_numpy_dtype = self._np.type
+
+    @property
+    def np(self):
+        """The numpy dtype (``object`` for strings, which hold `bytes`)."""
+        return self._np
+
+    @property
+    def is_floating(self):
+        return self._np.kind == "f"
+
+    @property
+    def is_integer(self):
+        return self._np.kind in "iu"
+
+    @property
+    def is_bool(self):
+        return self._np.kind == "b"
+
+    @property
+    def base_dtype(self):
+        return self
+
+    @property
+    def size(self):
+        return 0 if self is string else self._np.itemsize
+
+    def __eq__(self, other):
+        try:
+            return self is as_dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"tf.{self.name}"
+
+
+float16 = DType("float16", np.float16)
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+bool = DType("bool", np.bool_)  # noqa: A001 - TF's public name tf.bool
+string = DType("string", object)
+half = float16
+double = float64
+
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string)
+_BY_NAME = {d.name: d for d in _ALL} | {"half": float16, "double": float64}
+_BY_NUMPY = {d.np: d for d in _ALL if d is not string}
+
+
+def as_dtype(value):
+    """Returns the `DType` for a `DType`, numpy dtype/type or name.
+
+    Raises:
+        TypeError: if `value` names no supported type.
+    """
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        if value in _BY_NAME:
+            return _BY_NAME[value]
+        raise TypeError(f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}")
+    if value in (bytes, str):
+        return string
+    try:
+        np_dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(
+            f"cannot convert {value!r} to a dtype; pass a tf dtype such as tf.float32, "
+            "a numpy dtype or a dtype name"
+        ) from None
+    if np_dtype.kind in "OSU":
+        return string
+    if np_dtype in _BY_NUMPY:
+        return _BY_NUMPY[np_dtype]
+    raise TypeError(f"dtype {np_dtype} is not supported; supported: {sorted(_BY_NAME)}")
+
+
+def dtype_of_value(array):
+    """The `DType` of a numpy array (bytes and str arrays are `string`)."""
+    return as_dtype(array.dtype)

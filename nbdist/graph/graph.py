@@ -1,0 +1,599 @@
+"""Recording a dataflow graph: `Graph`, `Operation`, `Tensor`, scopes and collections.
+
+Nothing here runs anything. Building ops only appends `Operation`s to a `Graph`,
+each with the device that was *requested* for it (``op.device``) by the enclosing
+`tf.device` scopes and device functions; the master decides the final placement.
+Operators such as ``a + b`` are installed on `Tensor` by `nbdist.ops` (this module
+imports no op).
+"""
+
+import contextlib
+import re
+import sys
+import threading
+
+from nbdist.graph import device as pydev
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.tensor_shape import TensorShape, as_shape
+
+_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+_NBDIST_DIR = __file__.rsplit("/graph/", 1)[0]
+
+
+class GraphKeys:
+    """Standard collection names (TF's `tf.GraphKeys`)."""
+
+    GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    MODEL_VARIABLES = "model_variables"
+    GLOBAL_STEP = "global_step"
+    TRAIN_OP = "train_op"
+    LOSSES = "losses"
+    SUMMARIES = "summaries"
+    UPDATE_OPS = "update_ops"
+    INIT_OP = "init_op"
+    READY_OP = "ready_op"
+    SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
+    VARIABLES = GLOBAL_VARIABLES
+
+
+class Tensor:
+    """One output of an `Operation`: a symbolic handle with a dtype and a static shape."""
+
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
+
+    # Make numpy defer to Tensor's reflected operators (np_array + tensor).
+    __array_priority__ = 100
+
+    def __init__(self, op, value_index, dtype, shape):
+        self._op = op
+        self._value_index = value_index
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._shape = as_shape(shape)
+
+    @property
+    def op(self):
+        return self._op
+
+    @property
+    def value_index(self):
+        return self._value_index
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def graph(self):
+        return self._op.graph
+
+    @property
+    def name(self):
+        return f"{self._op.name}:{self._value_index}"
+
+    @property
+    def device(self):
+        return self._op.device
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def get_shape(self):
+        return self._shape
+
+    def set_shape(self, shape):
+        self._shape = self._shape.merge_with(shape)
+
+    def consumers(self):
+        return [op for op in self.graph.get_operations() if self in op.inputs]
+
+    def eval(self, feed_dict=None, session=None):
+        """Runs this tensor in `session` (default: the default session)."""
+        return _run_with_session(session, self, feed_dict, "Tensor.eval()")
+
+    def __repr__(self):
+        return f"<nbdist.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):  # TF 1.x: identity; use tf.equal for values
+        return self is other
+
+    def __bool__(self):
+        raise TypeError(
+            f"using a tf.Tensor ({self.name}) as a Python bool is not allowed: its value is "
+            "only known when a Session runs it; use tf.cond-free logic or run it first"
+        )
+
+    def __iter__(self):
+        raise TypeError(f"tensor {self.name} is not iterable while recording a graph")
+
+    def __len__(self):
+        raise TypeError(f"len() of a symbolic tensor ({self.name}) is not defined; use .shape")
+
+
+class Operation:
+    """A node of the graph: its type, inputs, attributes, outputs and requested device."""
+
+    def __init__(self, graph, op_type, name, inputs, output_specs, attrs, control_inputs):
+        self._graph = graph
+        self._type = op_type
+        self._name = name
+        self._inputs = list(inputs)
+        self._control_inputs = list(control_inputs)
+        self._attrs = dict(attrs)
+        self._device = ""
+        self._id = len(graph._ops)
+        self._outputs = [Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs)]
+        self.traceback = _user_frames()
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def type(self):
+        return self._type
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def inputs(self):
+        return tuple(self._inputs)
+
+    @property
+    def control_inputs(self):
+        return list(self._control_inputs)
+
+    @property
+    def outputs(self):
+        return list(self._outputs)
+
+    @property
+    def device(self):
+        """The device requested while recording (may be partial or empty)."""
+        return self._device
+
+    def _set_device(self, device):
+        if isinstance(device, pydev.DeviceSpec):
+            device = device.to_string()
+        self._device = pydev.canonicalize(device) if device else ""
+
+    @property
+    def attrs(self):
+        return dict(self._attrs)
+
+    def get_attr(self, name):
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise ValueError(f"operation {self._name!r} ({self._type}) has no attr {name!r}") from None
+
+    def _set_attr(self, name, value):
+        self._attrs[name] = value
+
+    def colocation_groups(self):
+        """Names of the ops this op must be placed with (``loc:@name``), itself by default."""
+        return list(self._attrs.get("_class", [f"loc:@{self._name}"]))
+
+    def _add_control_input(self, op):
+        if op not in self._control_inputs:
+            self._control_inputs.append(op)
+
+    @property
+    def node_def(self):
+        from nbdist.graph.graph_def import node_def_of  # noqa: PLC0415 - graph_def imports graph
+
+        return node_def_of(self)
+
+    def run(self, feed_dict=None, session=None):
+        """Runs this op in `session` (default: the default session)."""
+        _run_with_session(session, self, feed_dict, "Operation.run()")
+
+    def __repr__(self):
+        dev = f" device={self._device}" if self._device else ""
+        return f"<nbdist.Operation '{self._name}' type={self._type}{dev}>"
+
+
+def _user_frames(limit=4):
+    """The innermost frames outside nbdist: where the user created the op."""
+    frames = []
+    f = sys._getframe(2)
+    while f is not None and len(frames) < limit:
+        filename = f.f_code.co_filename
+        if not filename.startswith(_NBDIST_DIR):
+            frames.append(f'  File "{filename}", line {f.f_lineno}, in {f.f_code.co_name}\n')
+        f = f.f_back
+    return frames[::-1]
+
+
+class Graph:
+    """A TensorFlow 1.x graph: an append-only list of operations plus recording state."""
+
+    def __init__(self):
+        self._ops = []
+        self._ops_by_name = {}
+        self._names_in_use = {}
+        self._lock = threading.RLock()
+        self._finalized = False
+        self._collections = {}
+        self.seed = None
+        self._local = threading.local()
+
+    # -- thread-local recording state (scopes are per thread, as in TF) -----------------
+    def _state(self, key, default):
+        value = getattr(self._local, key, None)
+        if value is None:
+            value = default()
+            setattr(self._local, key, value)
+        return value
+
+    @property
+    def _name_stack(self):
+        return getattr(self._local, "name_stack", "")
+
+    @_name_stack.setter
+    def _name_stack(self, value):
+        self._local.name_stack = value
+
+    @property
+    def _device_stack(self):
+        return self._state("device_stack", list)
+
+    @property
+    def _control_stack(self):
+        return self._state("control_stack", list)
+
+    @property
+    def _colocation_stack(self):
+        return self._state("colocation_stack", list)
+
+    # -- structure ------------------------------------------------------------------------
+    @property
+    def version(self):
+        """Number of ops recorded so far; a GraphDef extension is ops[from_version:]."""
+        return len(self._ops)
+
+    @property
+    def finalized(self):
+        return self._finalized
+
+    def finalize(self):
+        self._finalized = True
+
+    def get_operations(self):
+        return list(self._ops)
+
+    def get_operation_by_name(self, name):
+        try:
+            return self._ops_by_name[name]
+        except KeyError:
+            raise KeyError(f"the graph has no operation named {name!r}") from None
+
+    def get_tensor_by_name(self, name):
+        op_name, sep, index = name.rpartition(":")
+        if not sep or not index.isdigit():
+            raise ValueError(f"tensor names look like 'op_name:0', got {name!r}")
+        op = self.get_operation_by_name(op_name)
+        try:
+            return op.outputs[int(index)]
+        except IndexError:
+            raise KeyError(f"operation {op_name!r} has only {len(op.outputs)} outputs") from None
+
+    def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+        """Resolves a Tensor, Operation, variable-like or name to this graph's element."""
+        if hasattr(obj, "_as_graph_element"):
+            obj = obj._as_graph_element()
+        if isinstance(obj, str):
+            obj = self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
+        if isinstance(obj, Tensor) and allow_tensor or isinstance(obj, Operation) and allow_operation:
+            if obj.graph is not self:
+                raise ValueError(f"{obj!r} is not an element of this graph")
+            return obj
+        kinds = " or ".join(k for k, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok)
+        raise TypeError(f"cannot convert {obj!r} to a {kinds}")
+
+    # -- names ----------------------------------------------------------------------------
+    def unique_name(self, name, mark_as_used=True):
+        """`name` under the current name scope, suffixed ``_1``, ``_2``... when taken."""
+        if self._name_stack:
+            name = f"{self._name_stack}/{name}"
+        key = name.lower()
+        count = self._names_in_use.get(key, 0)
+        if mark_as_used:
+            self._names_in_use[key] = count + 1
+        if count > 0:
+            base = key
+            while f"{base}_{count}" in self._names_in_use:
+                count += 1
+            if mark_as_used:
+                self._names_in_use[f"{base}_{count}"] = 1
+            name = f"{name}_{count}"
+        return name
+
+    def get_name_scope(self):
+        return self._name_stack
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Opens a name scope; yields its prefix (``"outer/inner/"``).
+
+        ``None`` or ``""`` resets to the root; a name ending in ``/`` re-enters it exactly.
+        """
+        old = self._name_stack
+        if not name:
+            new = ""
+        elif name.endswith("/"):
+            new = name[:-1]
+        else:
+            new = self.unique_name(name)
+        self._name_stack = new
+        try:
+            yield f"{new}/" if new else ""
+        finally:
+            self._name_stack = old
+
+    # -- devices --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def device(self, device_name_or_function):
+        """Requests a device for the ops created inside.
+
+        Accepts a string (``"/job:ps/task:0"``), a `DeviceSpec`, ``None`` (clears the
+        outer scopes) or a function ``op -> device string``.
+        """
+        d = device_name_or_function
+        if d is None or callable(d) and not isinstance(d, (str, pydev.DeviceSpec)):
+            fn = d
+        elif isinstance(d, (str, pydev.DeviceSpec)):
+            fn = pydev.merge_device(d)
+        else:
+            raise TypeError(
+                f"tf.device() takes a device string, DeviceSpec, None or a function, got {d!r}"
+            )
+        self._device_stack.append(fn)
+        try:
+            yield
+        finally:
+            self._device_stack.pop()
+
+    def _apply_device_functions(self, op):
+        # Innermost first; outer string scopes merge *under* what inner scopes chose.
+        for fn in reversed(self._device_stack):
+            if fn is None:
+                break
+            op._set_device(fn(op))
+
+    @contextlib.contextmanager
+    def colocate_with(self, op, ignore_existing=False):
+        """Ops created inside are placed with `op` (a Tensor, Operation or variable)."""
+        if op is None:
+            self._colocation_stack.append(None)
+        else:
+            if hasattr(op, "_as_graph_element"):
+                op = op._as_graph_element()
+            if isinstance(op, Tensor):
+                op = op.op
+            self._colocation_stack.append(op)
+        old_devices = None
+        if op is not None:
+            old_devices = list(self._device_stack)
+            self._device_stack[:] = []  # colocation overrides device scopes (as TF)
+        try:
+            yield
+        finally:
+            if old_devices is not None:
+                self._device_stack[:] = old_devices
+            self._colocation_stack.pop()
+
+    # -- control dependencies ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        """Ops created inside run only after `control_inputs` (``None`` clears)."""
+        if control_inputs is None:
+            saved = list(self._control_stack)
+            self._control_stack[:] = []
+            try:
+                yield
+            finally:
+                self._control_stack[:] = saved
+            return
+        ops = []
+        for c in control_inputs:
+            if hasattr(c, "_as_graph_element"):
+                c = c._as_graph_element()
+            if isinstance(c, Tensor):
+                c = c.op
+            if not isinstance(c, Operation):
+                raise TypeError(f"control_dependencies() takes ops or tensors, got {c!r}")
+            ops.append(c)
+        self._control_stack.append(ops)
+        try:
+            yield
+        finally:
+            self._control_stack.pop()
+
+    # -- creating ops -------------------------------------------------------------------------
+    def create_op(self, op_type, inputs, output_specs, name=None, attrs=None, control_inputs=()):
+        """Appends an op. `output_specs` is a list of ``(dtype, shape)``, one per output.
+
+        Raises:
+            RuntimeError: if the graph is finalized.
+            ValueError: if an input belongs to another graph.
+        """
+        if self._finalized:
+            raise RuntimeError(
+                f"graph is finalized and cannot be modified (adding {op_type} op {name!r})"
+            )
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"input of {op_type} must be a Tensor, got {t!r}")
+            if t.graph is not self:
+                raise ValueError(
+                    f"tensor {t.name} is from a different graph than the {op_type} op being "
+                    "created; build all ops of one computation in the same tf.Graph"
+                )
+        with self._lock:
+            if name and name.endswith("/"):  # a scope name used as the op's exact name (TF)
+                name = name[:-1]
+                if name in self._ops_by_name:
+                    raise ValueError(f"an op named {name!r} already exists")
+            else:
+                name = self.unique_name(name or op_type)
+            if not _VALID_OP_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid op name")
+            attrs = dict(attrs or {})
+            deps = list(control_inputs)
+            input_ops = {t.op for t in inputs}
+            for level in self._control_stack:
+                deps.extend(c for c in level if c not in input_ops and c not in deps)
+            op = Operation(self, op_type, name, inputs, output_specs, attrs, deps)
+            coloc = self._colocation_stack[-1] if self._colocation_stack else None
+            if coloc is not None:
+                op._set_attr("_class", coloc.colocation_groups())
+                op._set_device(coloc.device)
+            else:
+                self._apply_device_functions(op)
+            self._ops.append(op)
+            self._ops_by_name[name] = op
+        return op
+
+    # -- collections --------------------------------------------------------------------------
+    def add_to_collection(self, name, value):
+        self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names, value):
+        for n in [names] if isinstance(names, str) else names:
+            self.add_to_collection(n, value)
+
+    def get_collection(self, name, scope=None):
+        items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        pattern = re.compile(scope)
+        return [i for i in items if pattern.match(getattr(i, "name", ""))]
+
+    def get_collection_ref(self, name):
+        return self._collections.setdefault(name, [])
+
+    def get_all_collection_keys(self):
+        return list(self._collections)
+
+    def clear_collection(self, name):
+        self._collections.pop(name, None)
+
+    # -- default graph ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def as_default(self):
+        """Makes this graph the default graph of the current thread inside the block."""
+        _default_stack().append(self)
+        try:
+            yield self
+        finally:
+            _default_stack().pop()
+
+    def __repr__(self):
+        return f"<nbdist.Graph with {len(self._ops)} ops>"
+
+
+_thread_state = threading.local()
+_global_default = [Graph()]
+
+
+def _default_stack():
+    stack = getattr(_thread_state, "stack", None)
+    if stack is None:
+        stack = _thread_state.stack = []
+    return stack
+
+
+def get_default_graph():
+    """The innermost graph of `Graph.as_default()` in this thread, else the global one."""
+    stack = _default_stack()
+    return stack[-1] if stack else _global_default[0]
+
+
+def reset_default_graph():
+    """Replaces the global default graph with a new, empty one.
+
+    Raises:
+        AssertionError-like `RuntimeError` if called inside a `with g.as_default()` block.
+    """
+    if _default_stack():
+        raise RuntimeError(
+            "reset_default_graph() called inside a `with graph.as_default()` block; "
+            "leave the block first"
+        )
+    _global_default[0] = Graph()
+
+
+# -- default session (set by the runtime; the graph layer only keeps the slot) ---------------
+_session_state = threading.local()
+
+
+def _default_session_stack():
+    stack = getattr(_session_state, "stack", None)
+    if stack is None:
+        stack = _session_state.stack = []
+    return stack
+
+
+def get_default_session():
+    stack = _default_session_stack()
+    return stack[-1] if stack else None
+
+
+def _run_with_session(session, fetch, feed_dict, what):
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError(
+            f"{what} needs a session: pass session=..., run it inside `with sess.as_default():` "
+            "or `with tf.Session() as sess:`, or use tf.InteractiveSession()"
+        )
+    if session.graph is not fetch.graph:
+        raise ValueError(f"{what}: the session's graph is not the graph of {fetch.name!r}")
+    return session.run(fetch, feed_dict=feed_dict)
+
+
+# -- module-level conveniences (TF's tf.name_scope, tf.device, ...) --------------------------
+def name_scope(name, default_name=None, values=None):
+    """`tf.name_scope`: a name scope on the default graph (or the graph of `values`)."""
+    graph = get_default_graph()
+    for v in values or ():
+        if isinstance(v, Tensor):
+            graph = v.graph
+            break
+    return graph.name_scope(name if name is not None else default_name)
+
+
+def device(device_name_or_function):
+    return get_default_graph().device(device_name_or_function)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def colocate_with(op, ignore_existing=False):
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_collection(name, scope=None):
+    return get_default_graph().get_collection(name, scope)
+
+
+def get_collection_ref(name):
+    return get_default_graph().get_collection_ref(name)
+
+

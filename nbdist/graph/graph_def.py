@@ -1,0 +1,178 @@
+"""GraphDef: a graph as plain data (dicts, lists, strings, numbers, numpy arrays).
+
+This is what a client ships to a master and a master ships to workers. A node is::
+
+    {"name": "MatMul", "op": "MatMul", "input": ["x:0", "w/read:0", "^init"],
+     "device": "/job:worker/task:0", "attr": {"transpose_a": False, ...},
+     "output": [["float32", [None, 10]]]}
+
+Attr values that are not plain data are tagged: a dtype is ``{"dtype": "float32"}``
+and a shape ``{"shape": [None, 3]}`` (``{"shape": None}`` for unknown rank).
+"""
+
+import numpy as np
+
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import Graph, Operation
+from nbdist.graph.tensor_shape import TensorShape
+
+GRAPH_DEF_VERSION = 1
+
+
+class NodeDef:
+    """One node as the runtime sees it: name, op type, input names, device, attrs.
+
+    ``input`` holds ``"op:index"`` for data inputs and ``"^op"`` for control inputs;
+    ``output`` holds ``(DType, TensorShape)`` per output. Attrs are decoded (DTypes,
+    TensorShapes, numpy arrays).
+    """
+
+    __slots__ = ("name", "op", "input", "device", "attr", "output")
+
+    def __init__(self, name, op, input=(), device="", attr=None, output=()):  # noqa: A002
+        self.name = name
+        self.op = op
+        self.input = list(input)
+        self.device = device
+        self.attr = dict(attr or {})
+        self.output = list(output)
+
+    @property
+    def data_inputs(self):
+        return [i for i in self.input if not i.startswith("^")]
+
+    @property
+    def control_inputs(self):
+        return [i[1:] for i in self.input if i.startswith("^")]
+
+    def copy(self):
+        return NodeDef(self.name, self.op, self.input, self.device, self.attr, self.output)
+
+    def to_dict(self):
+        return {
+            "name": self.name,
+            "op": self.op,
+            "input": list(self.input),
+            "device": self.device,
+            "attr": {k: encode_attr(v) for k, v in self.attr.items()},
+            "output": [[dt.name, sh.dims] for dt, sh in self.output],
+        }
+
+    @classmethod
+    def from_dict(cls, d):
+        try:
+            return cls(
+                d["name"],
+                d["op"],
+                d.get("input", ()),
+                d.get("device", ""),
+                {k: decode_attr(v) for k, v in d.get("attr", {}).items()},
+                [(_dtypes.as_dtype(dt), TensorShape(sh)) for dt, sh in d.get("output", ())],
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"malformed NodeDef {d.get('name', '?')!r}: {e}") from None
+
+    def __repr__(self):
+        return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
+
+
+def encode_attr(value):
+    if isinstance(value, _dtypes.DType):
+        return {"dtype": value.name}
+    if isinstance(value, TensorShape):
+        return {"shape": value.dims}
+    if isinstance(value, (list, tuple)):
+        return [encode_attr(v) for v in value]
+    return value
+
+
+def decode_attr(value):
+    if isinstance(value, dict) and len(value) == 1:
+        if "dtype" in value:
+            return _dtypes.as_dtype(value["dtype"])
+        if "shape" in value:
+            return TensorShape(value["shape"])
+    if isinstance(value, list):
+        return [decode_attr(v) for v in value]
+    return value
+
+
+def tensor_input_name(tensor):
+    return f"{tensor.op.name}:{tensor.value_index}"
+
+
+def node_def_of(op):
+    """The `NodeDef` of a recorded `Operation`."""
+    inputs = [tensor_input_name(t) for t in op.inputs]
+    inputs += [f"^{c.name}" for c in op.control_inputs]
+    return NodeDef(
+        op.name,
+        op.type,
+        inputs,
+        op.device,
+        op._attrs,
+        [(t.dtype, t.shape) for t in op._outputs],
+    )
+
+
+def graph_to_graph_def(graph, from_version=0):
+    """The graph's ops ``[from_version:]`` as a GraphDef dict (an extension when > 0)."""
+    ops = graph._ops[from_version:]
+    return {
+        "versions": {"producer": GRAPH_DEF_VERSION},
+        "node": [node_def_of(op).to_dict() for op in ops],
+    }
+
+
+def nodes_from_graph_def(graph_def):
+    """The `NodeDef`s of a GraphDef dict, decoded and checked for duplicates."""
+    nodes, seen = [], set()
+    for d in graph_def.get("node", []):
+        node = NodeDef.from_dict(d)
+        if node.name in seen:
+            raise ValueError(f"GraphDef has two nodes named {node.name!r}")
+        seen.add(node.name)
+        nodes.append(node)
+    return nodes
+
+
+def import_graph_def(graph_def, graph=None):
+    """Recreates the ops of `graph_def` in `graph` (a new `Graph` by default).
+
+    Nodes must come after their inputs (as `graph_to_graph_def` writes them).
+    Returns the graph.
+    """
+    graph = graph or Graph()
+    for node in nodes_from_graph_def(graph_def):
+        inputs = [graph.get_tensor_by_name(i) for i in node.data_inputs]
+        controls = [graph.get_operation_by_name(c) for c in node.control_inputs]
+        with graph._lock:
+            if node.name in graph._ops_by_name:
+                raise ValueError(f"graph already has an op named {node.name!r}")
+            op = Operation(graph, node.op, node.name, inputs, node.output, node.attr, controls)
+            op._device = node.device
+            graph._ops.append(op)
+            graph._ops_by_name[node.name] = op
+            graph._names_in_use[node.name.lower()] = 1
+    return graph
+
+
+def graph_defs_equal(a, b):
+    """True when two GraphDef dicts are equal (numpy attrs compared by value and dtype)."""
+    return _equal(a, b)
+
+
+def _equal(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.all(a == b))
+        )
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_equal, a, b))
+    return a == b and type(a) is type(b)

@@ -1,0 +1,115 @@
+"""`tf.constant` and `convert_to_tensor`: turning Python values into graph tensors."""
+
+import numpy as np
+
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import Tensor, get_default_graph
+from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops import registry
+
+_CONVERSIONS = []  # (type, fn(value, dtype, name) -> Tensor), e.g. Variable
+
+
+def register_tensor_conversion_function(base_type, conversion_func):
+    """Lets objects of `base_type` (e.g. `Variable`) be used where a Tensor is expected."""
+    _CONVERSIONS.append((base_type, conversion_func))
+
+
+def _to_numpy(value, dtype):
+    if dtype is not None:
+        dtype = _dtypes.as_dtype(dtype)
+    if dtype is _dtypes.string or isinstance(value, (bytes, str)) or (
+        isinstance(value, (list, tuple, np.ndarray)) and _is_string_like(value)
+    ):
+        arr = np.array(value, dtype=object)
+        arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(arr) if arr.size else arr
+        return arr, _dtypes.string
+    arr = np.asarray(value)
+    if dtype is None:
+        # TF's defaults: Python floats -> float32, Python ints -> int32.
+        if arr.dtype == np.float64 and not isinstance(value, np.ndarray) and not isinstance(value, np.floating):
+            arr = arr.astype(np.float32)
+        elif arr.dtype == np.int64 and not isinstance(value, np.ndarray) and not isinstance(value, np.integer):
+            arr = arr.astype(np.int32)
+        dtype = _dtypes.dtype_of_value(arr)
+    else:
+        cast = arr.astype(dtype.np)
+        if arr.dtype.kind == "f" and dtype.is_integer and not np.array_equal(cast, arr):
+            raise TypeError(f"expected {dtype.name}, got {value!r} of type float (would truncate)")
+        arr = cast
+    return arr, dtype
+
+
+def _is_string_like(value):
+    flat = np.asarray(value, dtype=object).ravel()
+    return flat.size > 0 and isinstance(flat[0], (bytes, str))
+
+
+@registry.shape("Const")
+def _const_shape(inputs, attrs):
+    return [(attrs["dtype"], TensorShape(attrs["value"].shape))]
+
+
+@registry.kernel("Const")
+def _const_kernel(ctx, node):
+    return node.attr["value"]
+
+
+registry.no_gradient("Const")
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    """`tf.constant`: a tensor whose value is recorded in the graph.
+
+    Args:
+        value: a number, bytes/str, nested list or numpy array.
+        dtype: the element type (default inferred; Python floats -> float32).
+        shape: optional shape; a scalar value is broadcast to it.
+    """
+    arr, dt = _to_numpy(value, dtype)
+    if shape is not None:
+        shape = tuple(shape)
+        if arr.shape != shape:
+            if verify_shape or (arr.size not in (1, int(np.prod(shape)))):
+                raise TypeError(
+                    f"tf.constant: value of shape {arr.shape} does not fit shape {shape}"
+                )
+            arr = np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
+    arr.setflags(write=False)
+    op = registry.make_op("Const", [], {"value": arr, "dtype": dt}, name=name, graph=get_default_graph())
+    return op.outputs[0]
+
+
+def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
+    """Returns `value` as a Tensor: Tensors pass through, variables convert, others become constants.
+
+    Raises:
+        ValueError: if a Tensor's dtype differs from the requested one.
+    """
+    for base, fn in _CONVERSIONS:
+        if isinstance(value, base):
+            value = fn(value, dtype, name)
+            break
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != _dtypes.as_dtype(dtype):
+            raise ValueError(
+                f"tensor {value.name} has dtype {value.dtype.name}, but {_dtypes.as_dtype(dtype).name} "
+                "was requested; insert tf.cast() to convert"
+            )
+        return value
+    if dtype is None and preferred_dtype is not None:
+        try:
+            return constant(value, dtype=preferred_dtype, name=name or "Const")
+        except (TypeError, ValueError):
+            pass
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def convert_n(values, dtype=None):
+    """Converts several values, giving bare Python numbers the dtype of the first Tensor."""
+    if dtype is None:
+        for v in values:
+            if isinstance(v, Tensor) or any(isinstance(v, b) for b, _ in _CONVERSIONS):
+                dtype = convert_to_tensor(v).dtype
+                break
+    return [convert_to_tensor(v, preferred_dtype=dtype) if not isinstance(v, Tensor) else v for v in values]

@@ -1,0 +1,42 @@
+"""Control: `no_op`, `group`, `tuple` and `with_dependencies` (ordering without data)."""
+
+from nbdist.graph.graph import Operation, Tensor, get_default_graph
+from nbdist.ops import math_ops, registry
+
+registry.shape("NoOp")(lambda inputs, attrs: [])
+registry.kernel("NoOp")(lambda ctx, node: None)
+registry.no_gradient("NoOp")
+
+
+def no_op(name=None):
+    return registry.make_op("NoOp", [], name=name, graph=get_default_graph())
+
+
+def _as_op(x):
+    if hasattr(x, "_as_graph_element"):
+        x = x._as_graph_element()
+    if isinstance(x, Tensor):
+        return x.op
+    if isinstance(x, Operation):
+        return x
+    raise TypeError(f"group() takes ops, tensors or variables, got {x!r}")
+
+
+def group(*inputs, name=None):
+    """An op that runs after all of `inputs` have run (TF's `tf.group`)."""
+    ops = [_as_op(x) for x in inputs if x is not None]
+    graph = ops[0].graph if ops else get_default_graph()
+    with graph.control_dependencies(ops):
+        return registry.make_op("NoOp", [], name=name or "group_deps", graph=graph)
+
+
+def with_dependencies(dependencies, output_tensor, name=None):
+    """`output_tensor`, produced only after `dependencies` have run."""
+    with get_default_graph().control_dependencies(dependencies):
+        return math_ops.identity(output_tensor, name=name)
+
+
+def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's public name tf.tuple
+    """Tensors equal to `tensors`, each available only once all of them are computed."""
+    gate = group(*[t for t in tensors if t is not None], *(control_inputs or ()))
+    return [None if t is None else with_dependencies([gate], t) for t in tensors]

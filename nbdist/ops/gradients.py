@@ -1,0 +1,136 @@
+"""Reverse-mode differentiation that adds gradient ops *to the graph*.
+
+`gradients(ys, xs)` walks back from `ys` to `xs` over the ops between them, calls each
+op type's registered gradient function (which builds ops), and sums the gradients that
+reach a tensor along several paths with `add_n`. Because gradients are ordinary ops,
+they are placed, partitioned and drawn like the forward ops; with
+``colocate_gradients_with_ops=True`` each one is placed with its forward op.
+"""
+
+import collections
+import contextlib
+
+from nbdist.graph.graph import Tensor
+from nbdist.ops import math_ops, registry
+from nbdist.ops.constant_op import convert_to_tensor
+
+
+def _as_tensor_list(values, what):
+    if isinstance(values, (list, tuple)):
+        out = list(values)
+    else:
+        out = [values]
+    result = []
+    for v in out:
+        if hasattr(v, "_as_graph_element") and not isinstance(v, Tensor):
+            v = v.value() if hasattr(v, "value") and what == "ys" else v._as_graph_element()
+        if not isinstance(v, Tensor):
+            raise TypeError(f"tf.gradients: {what} must be tensors or variables, got {v!r}")
+        result.append(v)
+    return result
+
+
+def _ops_between(ys, xs):
+    """Ops on some path from an x to a y, and for each op the count of its consumers there."""
+    reach_from_x = set()
+    queue = collections.deque(x.op for x in xs)
+    consumers = collections.defaultdict(list)
+    for op in ys[0].graph.get_operations():
+        for t in op.inputs:
+            consumers[t.op].append(op)
+    while queue:
+        op = queue.popleft()
+        if op in reach_from_x:
+            continue
+        reach_from_x.add(op)
+        queue.extend(consumers[op])
+    between = set()
+    queue = collections.deque(y.op for y in ys)
+    while queue:
+        op = queue.popleft()
+        if op in between or op not in reach_from_x:
+            continue
+        between.add(op)
+        queue.extend(t.op for t in op.inputs)
+    return between
+
+
+def gradients(
+    ys,
+    xs,
+    grad_ys=None,
+    name="gradients",
+    colocate_gradients_with_ops=False,
+    gate_gradients=False,
+    aggregation_method=None,
+    stop_gradients=None,
+):
+    """Symbolic partial derivatives of ``sum(ys)`` with respect to each of `xs`.
+
+    Args:
+        ys: a tensor or list of tensors to differentiate.
+        xs: a tensor, variable or list of them.
+        grad_ys: optional initial gradients, one per y (default: ones).
+        colocate_gradients_with_ops: place each gradient op with its forward op.
+        stop_gradients: tensors treated as constants.
+
+    Returns:
+        A list with one Tensor (or None when `x` does not affect `ys`) per x.
+
+    Raises:
+        LookupError: if an op on the path has no registered gradient.
+    """
+    ys = _as_tensor_list(ys, "ys")
+    xs = _as_tensor_list(xs, "xs")
+    stop = {id(t) for t in _as_tensor_list(stop_gradients, "stop_gradients")} if stop_gradients else set()
+    graph = ys[0].graph
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    elif not isinstance(grad_ys, (list, tuple)):
+        grad_ys = [grad_ys]
+    if len(grad_ys) != len(ys):
+        raise ValueError(f"tf.gradients: {len(grad_ys)} grad_ys for {len(ys)} ys")
+
+    with graph.name_scope(name):
+        between = _ops_between(ys, xs)
+        pending = collections.defaultdict(list)  # tensor -> list of gradient contributions
+        for y, gy in zip(ys, grad_ys):
+            with graph.colocate_with(y.op) if colocate_gradients_with_ops else contextlib.nullcontext():
+                g = math_ops.ones_like(y, name="grad_ys") if gy is None else convert_to_tensor(gy, dtype=y.dtype)
+            pending[y].append(g)
+
+        x_ids = {id(x) for x in xs}
+        for op in sorted(between, key=lambda o: o._id, reverse=True):
+            out_grads = [_aggregate(pending.get(t), graph) for t in op.outputs]
+            for t, g in zip(op.outputs, out_grads):
+                if g is not None:
+                    pending[t] = [g]
+            if all(g is None for g in out_grads) or any(id(t) in stop for t in op.outputs):
+                continue
+            if id(op.outputs[0]) in x_ids and len(op.outputs) == 1 and not op.inputs:
+                continue
+            grad_fn = registry.get_gradient(op.type)
+            if grad_fn is None:
+                continue
+            out_grads = [
+                g if g is not None else math_ops.zeros_like(t) for g, t in zip(out_grads, op.outputs)
+            ]
+            scope = graph.colocate_with(op) if colocate_gradients_with_ops else contextlib.nullcontext()
+            with scope, graph.name_scope(f"{op.name}_grad"):
+                in_grads = grad_fn(op, *out_grads)
+            if len(in_grads) != len(op.inputs):
+                raise ValueError(
+                    f"gradient of {op.type} returned {len(in_grads)} values for {len(op.inputs)} inputs"
+                )
+            for t, g in zip(op.inputs, in_grads):
+                if g is not None and t.op in between and id(t) not in stop:
+                    pending[t].append(g)
+        return [_aggregate(pending.get(x), graph) for x in xs]
+
+
+def _aggregate(grads, graph):
+    if not grads:
+        return None
+    if len(grads) == 1:
+        return grads[0]
+    return math_ops.add_n(grads)

@@ -1,0 +1,496 @@
+"""Elementwise and matrix math: constructor, shape, kernel and gradient side by side.
+
+Also installs the arithmetic operators on `Tensor` (``a + b``, ``a @ b``, ``-a``...).
+Binary ops broadcast as numpy does; their gradients are summed back to each
+input's shape by `SumToShape` (so broadcasting works with unknown static shapes).
+"""
+
+import numpy as np
+
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import Tensor
+from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops import registry
+from nbdist.ops._shapes import broadcast_shape, same_as_input
+from nbdist.ops.constant_op import convert_n, convert_to_tensor
+
+
+# -- binary elementwise -------------------------------------------------------------------
+def _binary_shape(inputs, attrs):
+    x, y = inputs
+    if x.dtype != y.dtype:
+        raise TypeError(
+            f"inputs must have the same dtype, got {x.dtype.name} ({x.name}) and "
+            f"{y.dtype.name} ({y.name}); insert tf.cast() to convert one"
+        )
+    return [(x.dtype, broadcast_shape(x.shape, y.shape))]
+
+
+def _bool_binary_shape(inputs, attrs):
+    (_, shape), = _binary_shape(inputs, attrs)
+    return [(_dtypes.bool, shape)]
+
+
+def _binary(op_type, x, y, name):
+    x, y = convert_n([x, y])
+    return registry.make_op(op_type, [x, y], name=name).outputs[0]
+
+
+def sum_to_shape(grad, like):
+    """`grad` summed over the axes that broadcasting added to `like`'s shape."""
+    if grad is None:
+        return None
+    if grad.shape.ndims is not None and grad.shape == like.shape and like.shape.is_fully_defined():
+        return grad
+    return registry.make_op("SumToShape", [grad, like]).outputs[0]
+
+
+registry.shape("SumToShape")(lambda inputs, attrs: [(inputs[0].dtype, inputs[1].shape)])
+
+
+@registry.kernel("SumToShape")
+def _sum_to_shape_kernel(ctx, node, grad, like):
+    target = np.shape(like)
+    if grad.shape == target:
+        return grad
+    extra = grad.ndim - len(target)
+    out = grad.sum(axis=tuple(range(extra))) if extra > 0 else grad
+    axes = tuple(i for i, d in enumerate(target) if d == 1 and out.shape[i] != 1)
+    if axes:
+        out = out.sum(axis=axes, keepdims=True)
+    return out.reshape(target)
+
+
+@registry.gradient("SumToShape")
+def _sum_to_shape_grad(op, grad):
+    return [broadcast_to_like(grad, op.inputs[0]), None]
+
+
+def broadcast_to_like(x, like):
+    return registry.make_op("BroadcastToLike", [x, like]).outputs[0]
+
+
+registry.shape("BroadcastToLike")(lambda inputs, attrs: [(inputs[0].dtype, inputs[1].shape)])
+registry.kernel("BroadcastToLike")(lambda ctx, node, x, like: np.broadcast_to(x, np.shape(like)).copy())
+
+
+@registry.gradient("BroadcastToLike")
+def _broadcast_to_like_grad(op, grad):
+    return [sum_to_shape(grad, op.inputs[0]), None]
+
+
+for _t in ("Add", "Sub", "Mul", "RealDiv", "Pow", "Maximum", "Minimum", "SquaredDifference"):
+    registry.shape(_t)(_binary_shape)
+for _t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
+    registry.shape(_t)(_bool_binary_shape)
+    registry.no_gradient(_t)
+
+registry.kernel("Add")(lambda ctx, node, x, y: np.add(x, y))
+registry.kernel("Sub")(lambda ctx, node, x, y: np.subtract(x, y))
+registry.kernel("Mul")(lambda ctx, node, x, y: np.multiply(x, y))
+registry.kernel("Maximum")(lambda ctx, node, x, y: np.maximum(x, y))
+registry.kernel("Minimum")(lambda ctx, node, x, y: np.minimum(x, y))
+registry.kernel("SquaredDifference")(lambda ctx, node, x, y: np.square(x - y))
+registry.kernel("Equal")(lambda ctx, node, x, y: np.equal(x, y))
+registry.kernel("NotEqual")(lambda ctx, node, x, y: np.not_equal(x, y))
+registry.kernel("Less")(lambda ctx, node, x, y: np.less(x, y))
+registry.kernel("LessEqual")(lambda ctx, node, x, y: np.less_equal(x, y))
+registry.kernel("Greater")(lambda ctx, node, x, y: np.greater(x, y))
+registry.kernel("GreaterEqual")(lambda ctx, node, x, y: np.greater_equal(x, y))
+
+
+@registry.kernel("RealDiv")
+def _div_kernel(ctx, node, x, y):
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return np.floor_divide(x, y)
+    return np.divide(x, y)
+
+
+@registry.kernel("Pow")
+def _pow_kernel(ctx, node, x, y):
+    return np.power(x, y)
+
+
+@registry.gradient("Add")
+def _add_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad, x), sum_to_shape(grad, y)]
+
+
+@registry.gradient("Sub")
+def _sub_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad, x), sum_to_shape(-grad, y)]
+
+
+@registry.gradient("Mul")
+def _mul_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad * y, x), sum_to_shape(grad * x, y)]
+
+
+@registry.gradient("RealDiv")
+def _div_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad / y, x), sum_to_shape(-grad * x / (y * y), y)]
+
+
+@registry.gradient("Pow")
+def _pow_grad(op, grad):
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = grad * y * pow(x, y - 1.0)
+    safe_x = where(x > 0.0, x, ones_like(x))
+    gy = grad * z * where(x > 0.0, log(safe_x), zeros_like(x))
+    return [sum_to_shape(gx, x), sum_to_shape(gy, y)]
+
+
+@registry.gradient("SquaredDifference")
+def _squared_difference_grad(op, grad):
+    x, y = op.inputs
+    d = grad * 2.0 * (x - y)
+    return [sum_to_shape(d, x), sum_to_shape(-d, y)]
+
+
+def _minmax_grad(op, grad, select):
+    x, y = op.inputs
+    mask = select(x, y)
+    zeros = zeros_like(grad)
+    return [sum_to_shape(where(mask, grad, zeros), x), sum_to_shape(where(mask, zeros, grad), y)]
+
+
+registry.gradient("Maximum")(lambda op, grad: _minmax_grad(op, grad, greater_equal))
+registry.gradient("Minimum")(lambda op, grad: _minmax_grad(op, grad, less_equal))
+
+
+def add(x, y, name=None):
+    return _binary("Add", x, y, name)
+
+
+def subtract(x, y, name=None):
+    return _binary("Sub", x, y, name)
+
+
+def multiply(x, y, name=None):
+    return _binary("Mul", x, y, name)
+
+
+def divide(x, y, name=None):
+    return _binary("RealDiv", x, y, name)
+
+
+def pow(x, y, name=None):  # noqa: A001 - TF's public name tf.pow
+    return _binary("Pow", x, y, name)
+
+
+def maximum(x, y, name=None):
+    return _binary("Maximum", x, y, name)
+
+
+def minimum(x, y, name=None):
+    return _binary("Minimum", x, y, name)
+
+
+def squared_difference(x, y, name=None):
+    return _binary("SquaredDifference", x, y, name)
+
+
+def equal(x, y, name=None):
+    return _binary("Equal", x, y, name)
+
+
+def not_equal(x, y, name=None):
+    return _binary("NotEqual", x, y, name)
+
+
+def less(x, y, name=None):
+    return _binary("Less", x, y, name)
+
+
+def less_equal(x, y, name=None):
+    return _binary("LessEqual", x, y, name)
+
+
+def greater(x, y, name=None):
+    return _binary("Greater", x, y, name)
+
+
+def greater_equal(x, y, name=None):
+    return _binary("GreaterEqual", x, y, name)
+
+
+# -- unary elementwise ----------------------------------------------------------------------
+_UNARY_KERNELS = {
+    "Neg": np.negative,
+    "Square": np.square,
+    "Sqrt": np.sqrt,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Abs": np.abs,
+    "Sign": np.sign,
+    "Tanh": np.tanh,
+    "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Relu": lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+    "Identity": lambda x: x,
+    "StopGradient": lambda x: x,
+    "Reciprocal": np.reciprocal,
+}
+for _t, _fn in _UNARY_KERNELS.items():
+    registry.shape(_t)(same_as_input)
+    registry.kernel(_t)((lambda f: lambda ctx, node, x: f(x))(_fn))
+registry.no_gradient("StopGradient")
+registry.no_gradient("Sign")
+
+
+def _unary(op_type, x, name):
+    x = convert_to_tensor(x)
+    return registry.make_op(op_type, [x], name=name).outputs[0]
+
+
+registry.gradient("Neg")(lambda op, grad: [-grad])
+registry.gradient("Identity")(lambda op, grad: [grad])
+registry.gradient("Square")(lambda op, grad: [grad * 2.0 * op.inputs[0]])
+registry.gradient("Sqrt")(lambda op, grad: [grad * 0.5 / op.outputs[0]])
+registry.gradient("Exp")(lambda op, grad: [grad * op.outputs[0]])
+registry.gradient("Log")(lambda op, grad: [grad / op.inputs[0]])
+registry.gradient("Abs")(lambda op, grad: [grad * sign(op.inputs[0])])
+registry.gradient("Tanh")(lambda op, grad: [grad * (1.0 - square(op.outputs[0]))])
+registry.gradient("Sigmoid")(lambda op, grad: [grad * op.outputs[0] * (1.0 - op.outputs[0])])
+registry.gradient("Reciprocal")(lambda op, grad: [-grad * square(op.outputs[0])])
+
+
+@registry.gradient("Relu")
+def _relu_grad(op, grad):
+    return [where(op.outputs[0] > 0.0, grad, zeros_like(grad))]
+
+
+def negative(x, name=None):
+    return _unary("Neg", x, name)
+
+
+def square(x, name=None):
+    return _unary("Square", x, name)
+
+
+def sqrt(x, name=None):
+    return _unary("Sqrt", x, name)
+
+
+def exp(x, name=None):
+    return _unary("Exp", x, name)
+
+
+def log(x, name=None):
+    return _unary("Log", x, name)
+
+
+def abs(x, name=None):  # noqa: A001 - TF's public name tf.abs
+    return _unary("Abs", x, name)
+
+
+def sign(x, name=None):
+    return _unary("Sign", x, name)
+
+
+def tanh(x, name=None):
+    return _unary("Tanh", x, name)
+
+
+def sigmoid(x, name=None):
+    return _unary("Sigmoid", x, name)
+
+
+def relu(features, name=None):
+    return _unary("Relu", features, name)
+
+
+def reciprocal(x, name=None):
+    return _unary("Reciprocal", x, name)
+
+
+def identity(input, name=None):  # noqa: A002 - TF's argument name
+    return _unary("Identity", input, name)
+
+
+def stop_gradient(input, name=None):  # noqa: A002 - TF's argument name
+    return _unary("StopGradient", input, name)
+
+
+# -- select, zeros/ones like --------------------------------------------------------------------
+@registry.shape("Select")
+def _select_shape(inputs, attrs):
+    cond, x, y = inputs
+    return [(x.dtype, broadcast_shape(broadcast_shape(cond.shape, x.shape), y.shape))]
+
+
+registry.kernel("Select")(lambda ctx, node, c, x, y: np.where(c, x, y))
+
+
+@registry.gradient("Select")
+def _select_grad(op, grad):
+    c, x, y = op.inputs
+    zeros = zeros_like(grad)
+    return [None, sum_to_shape(where(c, grad, zeros), x), sum_to_shape(where(c, zeros, grad), y)]
+
+
+def where(condition, x, y, name=None):
+    """`tf.where(condition, x, y)`: elementwise select (broadcasting as numpy)."""
+    condition = convert_to_tensor(condition, dtype=_dtypes.bool)
+    x, y = convert_n([x, y])
+    return registry.make_op("Select", [condition, x, y], name=name).outputs[0]
+
+
+registry.shape("ZerosLike")(same_as_input)
+registry.shape("OnesLike")(same_as_input)
+registry.kernel("ZerosLike")(lambda ctx, node, x: np.zeros_like(x))
+registry.kernel("OnesLike")(lambda ctx, node, x: np.ones_like(x))
+registry.no_gradient("ZerosLike")
+registry.no_gradient("OnesLike")
+
+
+def zeros_like(tensor, dtype=None, name=None):
+    t = registry.make_op("ZerosLike", [convert_to_tensor(tensor)], name=name).outputs[0]
+    return t if dtype is None else cast(t, dtype)
+
+
+def ones_like(tensor, dtype=None, name=None):
+    t = registry.make_op("OnesLike", [convert_to_tensor(tensor)], name=name).outputs[0]
+    return t if dtype is None else cast(t, dtype)
+
+
+# -- cast -----------------------------------------------------------------------------------------
+registry.shape("Cast")(lambda inputs, attrs: [(attrs["DstT"], inputs[0].shape)])
+registry.kernel("Cast")(lambda ctx, node, x: np.asarray(x).astype(node.attr["DstT"].np))
+
+
+@registry.gradient("Cast")
+def _cast_grad(op, grad):
+    src = op.inputs[0].dtype
+    if src.is_floating and op.outputs[0].dtype.is_floating:
+        return [cast(grad, src)]
+    return [None]
+
+
+def cast(x, dtype, name=None):
+    x = convert_to_tensor(x)
+    dtype = _dtypes.as_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return registry.make_op("Cast", [x], {"DstT": dtype, "SrcT": x.dtype}, name=name).outputs[0]
+
+
+def to_float(x, name="ToFloat"):
+    return cast(x, _dtypes.float32, name=name)
+
+
+# -- matmul ---------------------------------------------------------------------------------------
+@registry.shape("MatMul")
+def _matmul_shape(inputs, attrs):
+    a, b = inputs
+    if a.dtype != b.dtype:
+        raise TypeError(f"MatMul inputs must have one dtype, got {a.dtype.name} and {b.dtype.name}")
+    for t in (a, b):
+        if t.shape.ndims not in (None, 2):
+            raise ValueError(f"MatMul needs rank-2 inputs, {t.name} has shape {t.shape}")
+    da = a.shape.dims or [None, None]
+    db = b.shape.dims or [None, None]
+    if attrs.get("transpose_a"):
+        da = da[::-1]
+    if attrs.get("transpose_b"):
+        db = db[::-1]
+    if da[1] is not None and db[0] is not None and da[1] != db[0]:
+        raise ValueError(
+            f"MatMul: inner dimensions differ: {a.name} {a.shape} x {b.name} {b.shape} "
+            f"(transpose_a={attrs.get('transpose_a')}, transpose_b={attrs.get('transpose_b')})"
+        )
+    return [(a.dtype, TensorShape([da[0], db[1]]))]
+
+
+@registry.kernel("MatMul")
+def _matmul_kernel(ctx, node, a, b):
+    if node.attr.get("transpose_a"):
+        a = a.T
+    if node.attr.get("transpose_b"):
+        b = b.T
+    return a @ b
+
+
+@registry.gradient("MatMul")
+def _matmul_grad(op, grad):
+    a, b = op.inputs
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    if not ta and not tb:
+        return [matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)]
+    if not ta and tb:
+        return [matmul(grad, b), matmul(grad, a, transpose_a=True)]
+    if ta and not tb:
+        return [matmul(b, grad, transpose_b=True), matmul(a, grad)]
+    return [matmul(b, grad, transpose_a=True, transpose_b=True), matmul(grad, a, transpose_a=True, transpose_b=True)]
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """`tf.matmul` for rank-2 tensors, with TF's transpose flags."""
+    a, b = convert_n([a, b])
+    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
+    return registry.make_op("MatMul", [a, b], attrs, name=name).outputs[0]
+
+
+# -- add_n ------------------------------------------------------------------------------------------
+@registry.shape("AddN")
+def _add_n_shape(inputs, attrs):
+    shape = inputs[0].shape
+    for t in inputs[1:]:
+        shape = shape.merge_with(t.shape) if shape.is_compatible_with(t.shape) else TensorShape(None)
+    return [(inputs[0].dtype, shape)]
+
+
+@registry.kernel("AddN")
+def _add_n_kernel(ctx, node, *xs):
+    out = np.array(xs[0], copy=True)
+    for x in xs[1:]:
+        out += x
+    return out
+
+
+registry.gradient("AddN")(lambda op, grad: [grad] * len(op.inputs))
+
+
+def add_n(inputs, name=None):
+    """`tf.add_n`: the elementwise sum of a list of same-shaped tensors."""
+    if not inputs:
+        raise ValueError("add_n() needs at least one input tensor")
+    inputs = convert_n(list(inputs))
+    if len(inputs) == 1 and name is None:
+        return inputs[0]
+    return registry.make_op("AddN", inputs, name=name).outputs[0]
+
+
+# -- Tensor operators -------------------------------------------------------------------------------
+def _install_operators():
+    def binary(fn):
+        return lambda self, other: fn(self, other)
+
+    def reflected(fn):
+        return lambda self, other: fn(other, self)
+
+    for dunder, fn in (
+        ("add", add),
+        ("sub", subtract),
+        ("mul", multiply),
+        ("truediv", divide),
+        ("div", divide),
+        ("pow", pow),
+        ("matmul", matmul),
+    ):
+        setattr(Tensor, f"__{dunder}__", binary(fn))
+        setattr(Tensor, f"__r{dunder}__", reflected(fn))
+    Tensor.__neg__ = lambda self: negative(self)
+    Tensor.__abs__ = lambda self: abs(self)
+    Tensor.__lt__ = binary(less)
+    Tensor.__le__ = binary(less_equal)
+    Tensor.__gt__ = binary(greater)
+    Tensor.__ge__ = binary(greater_equal)
+
+
+_install_operators()
+

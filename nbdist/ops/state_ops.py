@@ -1,0 +1,328 @@
+"""Variables: `tf.Variable` and the ops that read and write them.
+
+A variable is a `VariableV2` node; its storage is a `VariableResource` in the task's
+resource manager (``ctx.resources``), so it outlives steps and sessions. Writers
+(`Assign`, `AssignAdd`, `AssignSub`, optimizer `Apply*` ops) take the variable as a
+*ref input*: they get the resource itself, not a value, and must be placed with it.
+"""
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
+from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops import math_ops, registry
+from nbdist.ops.constant_op import convert_to_tensor, register_tensor_conversion_function
+
+# -- VariableV2: reading ---------------------------------------------------------------------
+registry.declare("VariableV2", stateful=True)
+registry.shape("VariableV2")(lambda inputs, attrs: [(attrs["dtype"], attrs["shape"])])
+registry.no_gradient("VariableV2")  # gradients stop at variables; optimizers apply them
+
+
+@registry.kernel("VariableV2")
+def _variable_kernel(ctx, node):
+    return ctx.resources.variable(node).read()
+
+
+registry.declare("IsVariableInitialized", ref_inputs=(0,), stateful=True)
+registry.shape("IsVariableInitialized")(lambda inputs, attrs: [(_dtypes.bool, TensorShape(()))])
+registry.kernel("IsVariableInitialized")(lambda ctx, node, ref: np.bool_(ref.initialized))
+registry.no_gradient("IsVariableInitialized")
+
+
+# -- Assign family: writing ----------------------------------------------------------------------
+def _assign_shape(inputs, attrs):
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
+def _check_value(ref, value, node):
+    value = np.asarray(value)
+    expected = node.output[0][1] if node.output else None
+    if expected is not None and not node.attr.get("validate_shape") is False:
+        if expected.ndims is not None and not expected.is_compatible_with(value.shape):
+            raise errors.InvalidArgumentError(
+                node.name,
+                None,
+                f"Assign to {ref.name}: value of shape {value.shape} does not match the "
+                f"variable's shape {expected}",
+            )
+    return value
+
+
+for _t in ("Assign", "AssignAdd", "AssignSub"):
+    registry.declare(_t, ref_inputs=(0,), stateful=True)
+    registry.shape(_t)(_assign_shape)
+    registry.no_gradient(_t)
+
+
+@registry.kernel("Assign")
+def _assign_kernel(ctx, node, ref, value):
+    value = _check_value(ref, value, node)
+    dtype = node.output[0][0].np
+    with ref.lock:
+        ref.value = np.array(value, dtype=dtype, copy=True)
+        return ref.value
+
+
+def _update_kernel(fn):
+    def kernel(ctx, node, ref, value):
+        with ref.lock:
+            current = ref.read()
+            if not current.flags.writeable:
+                current = current.copy()
+            fn(current, value)
+            ref.value = current
+            return current
+
+    return kernel
+
+
+registry.kernel("AssignAdd")(_update_kernel(lambda cur, v: np.add(cur, v, out=cur, casting="unsafe")))
+registry.kernel("AssignSub")(_update_kernel(lambda cur, v: np.subtract(cur, v, out=cur, casting="unsafe")))
+
+
+def _ref_op(op_type, ref, value, name, attrs=None):
+    ref_t = _ref_tensor(ref)
+    value = convert_to_tensor(value, dtype=ref_t.dtype)
+    graph = ref_t.graph
+    with graph.colocate_with(ref_t.op):
+        return registry.make_op(op_type, [ref_t, value], attrs, name=name).outputs[0]
+
+
+def _ref_tensor(ref):
+    if isinstance(ref, Variable):
+        return ref._variable
+    if isinstance(ref, Tensor) and ref.op.type == "VariableV2":
+        return ref
+    raise TypeError(f"expected a tf.Variable, got {ref!r}")
+
+
+def assign(ref, value, validate_shape=True, use_locking=None, name=None):
+    return _ref_op("Assign", ref, value, name, {"validate_shape": bool(validate_shape)})
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    return _ref_op("AssignAdd", ref, value, name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    return _ref_op("AssignSub", ref, value, name)
+
+
+# -- tf.Variable -------------------------------------------------------------------------------------
+class Variable:
+    """`tf.Variable`: a named, mutable tensor held by the task it is placed on.
+
+    Args:
+        initial_value: a Tensor or value (or a callable returning one).
+        trainable: add it to `TRAINABLE_VARIABLES` (optimizers update those).
+        collections: collections to add it to (default `[GLOBAL_VARIABLES]`).
+        name: op name (default ``"Variable"``, made unique).
+        dtype: convert the initial value to this dtype.
+        validate_shape: if False, the variable's shape is unknown.
+    """
+
+    def __init__(
+        self,
+        initial_value=None,
+        trainable=True,
+        collections=None,
+        validate_shape=True,
+        caching_device=None,
+        name=None,
+        dtype=None,
+        expected_shape=None,
+        use_resource=None,
+    ):
+        if initial_value is None:
+            raise ValueError("tf.Variable needs an initial_value (a tensor, array or callable)")
+        graph = get_default_graph()
+        with graph.name_scope(name or "Variable") as scope:
+            op_name = scope[:-1]
+            if callable(initial_value):
+                initial_value = initial_value()
+            init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+            shape = init.shape if validate_shape else TensorShape(None)
+            if validate_shape and not shape.is_fully_defined():
+                raise ValueError(
+                    f"initial value of variable {op_name!r} must have a fully defined shape, "
+                    f"got {shape}; pass validate_shape=False to allow it"
+                )
+            attrs = {"dtype": init.dtype, "shape": shape, "container": "", "shared_name": ""}
+            op = graph.create_op(
+                "VariableV2", [], [(attrs["dtype"], shape)], name=scope, attrs=attrs
+            )
+            self._variable = op.outputs[0]
+            with graph.colocate_with(op):
+                self._initializer_op = assign(
+                    self._variable, init, validate_shape=validate_shape, name="Assign"
+                ).op
+                self._snapshot = math_ops.identity(self._variable, name="read")
+        self._initial_value = init
+        self._trainable = trainable
+        self._save_slice_info = None
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections = [*collections, GraphKeys.TRAINABLE_VARIABLES]
+        graph.add_to_collections(collections, self)
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def name(self):
+        return self._variable.name
+
+    @property
+    def op(self):
+        return self._variable.op
+
+    @property
+    def graph(self):
+        return self._variable.graph
+
+    @property
+    def device(self):
+        return self._variable.device
+
+    @property
+    def dtype(self):
+        return self._variable.dtype
+
+    @property
+    def shape(self):
+        return self._variable.shape
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @property
+    def initializer(self):
+        return self._initializer_op
+
+    @property
+    def initial_value(self):
+        return self._initial_value
+
+    # -- reading and writing ----------------------------------------------------------------------
+    def value(self):
+        """The snapshot tensor (``<name>/read``) that reads use."""
+        return self._snapshot
+
+    def read_value(self):
+        return math_ops.identity(self._variable, name="read")
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return assign(self, value, name=name)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return assign_add(self, delta, name=name)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return assign_sub(self, delta, name=name)
+
+    def is_initialized(self):
+        return is_variable_initialized(self)
+
+    def eval(self, session=None):
+        return self._snapshot.eval(session=session)
+
+    def load(self, value, session=None):
+        from nbdist.graph.graph import get_default_session  # noqa: PLC0415
+
+        session = session or get_default_session()
+        session.run(self._initializer_op, feed_dict={self._initializer_op.inputs[1]: value})
+
+    def _as_graph_element(self):
+        return self._variable
+
+    def _ref(self):
+        return self._variable
+
+    def __repr__(self):
+        return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    # Python operators delegate to the snapshot tensor.
+    def __getattr__(self, name):
+        if name.startswith("__") or name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"'Variable' object has no attribute {name!r}")
+
+
+def _operator(name):
+    def method(self, *args):
+        return getattr(self._snapshot, name)(*args)
+
+    return method
+
+
+for _dunder in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ "
+    "__rpow__ __matmul__ __rmatmul__ __neg__ __abs__ __lt__ __le__ __gt__ __ge__"
+).split():
+    setattr(Variable, _dunder, _operator(_dunder))
+Variable.__array_priority__ = 100
+
+register_tensor_conversion_function(Variable, lambda v, dtype, name: v.value())
+
+
+def is_variable_initialized(variable):
+    ref = _ref_tensor(variable)
+    with ref.graph.colocate_with(ref.op):
+        return registry.make_op("IsVariableInitialized", [ref]).outputs[0]
+
+
+# -- collections and initializers ------------------------------------------------------------------
+def global_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def local_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    """One op that runs the initializers of `var_list`."""
+    from nbdist.ops.control_flow_ops import group  # noqa: PLC0415 - avoid an import cycle
+
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables())
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init_1")
+
+
+initialize_all_variables = global_variables_initializer
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """A 1-D string tensor with the names of the variables not yet initialized."""
+    from nbdist.ops import array_ops  # noqa: PLC0415
+
+    var_list = global_variables() + local_variables() if var_list is None else list(var_list)
+    graph = get_default_graph()
+    with graph.name_scope(name):
+        if not var_list:
+            return array_ops.constant_strings([], name="NoVariables")
+        flags = array_ops.stack([is_variable_initialized(v) for v in var_list])
+        names = array_ops.constant_strings([v.op.name for v in var_list], name="VarNames")
+        return registry.make_op("BooleanMaskNot", [names, flags], name="Report").outputs[0]
+
+
+registry.shape("BooleanMaskNot")(lambda inputs, attrs: [(inputs[0].dtype, TensorShape([None]))])
+registry.kernel("BooleanMaskNot")(lambda ctx, node, values, mask: values[~np.asarray(mask, bool)])
+registry.no_gradient("BooleanMaskNot")
+

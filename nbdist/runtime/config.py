@@ -1,0 +1,100 @@
+"""`ConfigProto`, `RunOptions`, `RunMetadata`: plain-data options as TF names them."""
+
+
+class GPUOptions:
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=1.0, **kwargs):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+
+
+class ConfigProto:
+    """Session configuration (TF's `tf.ConfigProto`), the fields nbdist honours.
+
+    Args:
+        operation_timeout_in_ms: bound on every step and every wait inside it
+            (0: the default bound, `DEFAULT_STEP_TIMEOUT_S`).
+        device_filters: only these devices (``"/job:ps"``, ``"/job:worker/task:0"``) are
+            contacted by the session; placement on others is an error.
+        log_device_placement: print each node's device once per new partitioning.
+        allow_soft_placement, gpu_options, intra/inter_op_parallelism_threads:
+            accepted for compatibility (nbdist has CPUs only).
+    """
+
+    def __init__(
+        self,
+        operation_timeout_in_ms=0,
+        device_filters=(),
+        log_device_placement=False,
+        allow_soft_placement=False,
+        gpu_options=None,
+        intra_op_parallelism_threads=0,
+        inter_op_parallelism_threads=0,
+        device_count=None,
+        **unknown,
+    ):
+        if unknown:
+            raise TypeError(
+                f"ConfigProto got unsupported fields {sorted(unknown)}; nbdist supports "
+                "operation_timeout_in_ms, device_filters, log_device_placement, allow_soft_placement"
+            )
+        self.operation_timeout_in_ms = int(operation_timeout_in_ms)
+        self.device_filters = list(device_filters)
+        self.log_device_placement = bool(log_device_placement)
+        self.allow_soft_placement = bool(allow_soft_placement)
+        self.gpu_options = gpu_options or GPUOptions()
+        self.intra_op_parallelism_threads = intra_op_parallelism_threads
+        self.inter_op_parallelism_threads = inter_op_parallelism_threads
+        self.device_count = dict(device_count or {})
+
+    def __repr__(self):
+        return (
+            f"ConfigProto(operation_timeout_in_ms={self.operation_timeout_in_ms}, "
+            f"device_filters={self.device_filters}, log_device_placement={self.log_device_placement})"
+        )
+
+
+class RunOptions:
+    """Per-call options of `Session.run` (TF's `tf.RunOptions`)."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level=NO_TRACE, timeout_in_ms=0, **kwargs):
+        self.trace_level = trace_level
+        self.timeout_in_ms = int(timeout_in_ms)
+
+
+class StepStats:
+    """Per-device op timings of one step: ``dev_stats`` is a list of `DeviceStepStats`."""
+
+    def __init__(self):
+        self.dev_stats = []
+
+
+class DeviceStepStats:
+    def __init__(self, device):
+        self.device = device
+        self.node_stats = []  # dicts: node_name, op, start_s, end_s, [bytes, peer, key]
+
+
+class RunMetadata:
+    """Filled by `Session.run(..., run_metadata=md)` when tracing is requested.
+
+    Attributes:
+        step_stats: `StepStats` with one `DeviceStepStats` per task (op spans).
+        partition_graphs: the placed, partitioned GraphDefs of the step, one per task.
+        service_calls: the RPCs of the step (RunStep at the master, RegisterGraph /
+            RunGraph at workers), each a dict with service, method, task, start_s, end_s.
+        cost_graph: unused, for compatibility.
+    """
+
+    def __init__(self):
+        self.step_stats = StepStats()
+        self.partition_graphs = []
+        self.service_calls = []
+        self.cost_graph = None
+
+    def Clear(self):  # noqa: N802 - protobuf's method name
+        self.__init__()

@@ -1,0 +1,241 @@
+"""Runs one graph (or one partition of it) from a precompiled plan.
+
+`ExecutionPlan` is built once per (nodes, feeds, fetches, targets): it prunes to what
+the fetches and targets need, orders the nodes topologically, resolves every kernel
+and numbers every tensor slot. `ExecutionPlan.run` then is a tight loop over that
+list. The same executor serves the local Session (the whole graph on one device)
+and each worker's partitions; `_Recv` nodes whose tensor has not arrived yet are
+deferred, with everything that depends on them, so one partition never blocks
+another (a dataflow order, as TF's executor, in a single thread per step).
+"""
+
+import time
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.ops import registry
+
+_MISSING = object()
+
+
+class StepContext:
+    """What kernels see of the step: resources, rendezvous, step id, trace, deadline.
+
+    Args:
+        resources: the task's `ResourceManager` (variables, ...).
+        rendezvous: where `_Send` puts and `_Recv` takes tensors (None when unused).
+        step_id: this step's id (part of every rendezvous key).
+        deadline: `time.monotonic()` value after which waits give up (None: no bound).
+        trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
+        cancelled: a `threading.Event` that aborts waits when set, or None.
+    """
+
+    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "cancelled", "device")
+
+    def __init__(self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, cancelled=None, device=""):
+        self.resources = resources
+        self.rendezvous = rendezvous
+        self.step_id = step_id
+        self.deadline = deadline
+        self.trace = trace
+        self.cancelled = cancelled
+        self.device = device
+
+
+class _Step:
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "index")
+
+    def __init__(self, node, kernel, inputs, out, n_out, is_recv, index):
+        self.node = node
+        self.kernel = kernel
+        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a variable node)
+        self.out = out  # first output slot
+        self.n_out = n_out
+        self.is_recv = is_recv
+        self.index = index
+
+
+def _split_input(name):
+    op, _, index = name.rpartition(":")
+    return (op, int(index)) if op else (name, 0)
+
+
+class ExecutionPlan:
+    """A pruned, ordered, kernel-resolved program for one set of feeds/fetches/targets.
+
+    Args:
+        nodes: the `NodeDef`s available (a whole graph or a partition).
+        feeds: tensor names (``"x:0"``) whose values are supplied per run.
+        fetches: tensor names to return, in order.
+        targets: node names to run for their effects.
+
+    Raises:
+        InvalidArgumentError: for an unknown fetch/feed/target or a cycle.
+        NotFoundError: for an op type without a kernel.
+    """
+
+    def __init__(self, nodes, feeds=(), fetches=(), targets=()):
+        by_name = {n.name: n for n in nodes}
+        self.feeds = list(feeds)
+        self.fetches = list(fetches)
+        self.targets = list(targets)
+        fed = set(self.feeds)
+        for name in [*self.feeds, *self.fetches]:
+            op, index = _split_input(name)
+            if op not in by_name or index >= len(by_name[op].output):
+                raise errors.InvalidArgumentError(
+                    op, None, f"tensor {name!r} is not an element of this graph (no such op or output)"
+                )
+        for t in self.targets:
+            if t not in by_name:
+                raise errors.InvalidArgumentError(t, None, f"target op {t!r} is not in the graph")
+
+        order = self._prune_and_sort(by_name, fed)
+        self.nodes = order
+        slot_of = {name: i for i, name in enumerate(self.feeds)}
+        n_slots = len(slot_of)
+        self._ref_nodes = []
+        self._steps = []
+        for node in order:
+            d = registry._REGISTRY.get(node.op)
+            if d is None or d.kernel is None:
+                raise errors.NotFoundError(
+                    node.name,
+                    None,
+                    f"no kernel for op type {node.op!r} (node {node.name!r} on "
+                    f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
+                )
+            inputs = []
+            for pos, inp in enumerate(node.data_inputs):
+                if pos in d.ref_inputs:
+                    self._ref_nodes.append(by_name[_split_input(inp)[0]])
+                    inputs.append(-len(self._ref_nodes))
+                else:
+                    inputs.append(slot_of[_canon(inp)])
+            base, n_out = n_slots, len(node.output)
+            n_slots += n_out
+            for i in range(n_out):
+                slot_of.setdefault(f"{node.name}:{i}", base + i)
+            step = _Step(node, d.kernel, tuple(inputs), base, n_out, node.op == "_Recv", len(self._steps))
+            self._steps.append(step)
+        self._n_slots = n_slots
+        self._feed_slots = [slot_of[f] for f in self.feeds]
+        self._fetch_slots = [slot_of[f] for f in self.fetches]
+        self._dependents = None
+
+    def _prune_and_sort(self, by_name, fed):
+        """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first."""
+        needed, order, visiting = set(), [], set()
+        stack = [(_split_input(f)[0], False) for f in self.fetches if f not in fed]
+        stack += [(t, False) for t in self.targets]
+        stack.reverse()
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                visiting.discard(name)
+                if name not in needed:
+                    needed.add(name)
+                    order.append(by_name[name])
+                continue
+            if name in needed:
+                continue
+            if name in visiting:
+                raise errors.InvalidArgumentError(name, None, f"graph has a cycle through node {name!r}")
+            node = by_name.get(name)
+            if node is None:
+                raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
+            visiting.add(name)
+            stack.append((name, True))
+            d = registry._REGISTRY.get(node.op)
+            refs = d.ref_inputs if d else ()
+            for pos, inp in enumerate(node.data_inputs):
+                if _canon(inp) in fed or pos in refs:
+                    continue  # fed tensors cut the graph; ref inputs need the variable, not its value
+                dep = _split_input(inp)[0]
+                if dep not in needed:
+                    stack.append((dep, False))
+            for c in node.control_inputs:
+                if c not in needed:
+                    stack.append((c, False))
+        return order
+
+    def run(self, ctx, feed_values=()):
+        """Executes the plan; returns the fetched values in order.
+
+        Args:
+            ctx: the `StepContext`.
+            feed_values: one value per feed name, in `feeds` order.
+        """
+        vals = [_MISSING] * self._n_slots
+        for slot, value in zip(self._feed_slots, feed_values):
+            vals[slot] = value
+        trace = ctx.trace
+        deferred = None
+        for step in self._steps:
+            if deferred is not None and self._blocked(step, vals):
+                deferred.append(step)
+                continue
+            if step.is_recv and not ctx.rendezvous.ready(ctx, step.node):
+                deferred = deferred if deferred is not None else []
+                deferred.append(step)
+                continue
+            self._execute(step, ctx, vals, trace)
+        while deferred:
+            deferred = self._run_deferred(deferred, ctx, vals, trace)
+        return [vals[s] for s in self._fetch_slots]
+
+    def _blocked(self, step, vals):
+        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs)
+
+    def _run_deferred(self, deferred, ctx, vals, trace):
+        """Runs what became ready; waits for one of the pending `_Recv`s when nothing is."""
+        progressed, still = False, []
+        for step in deferred:
+            if self._blocked(step, vals) or step.is_recv and not ctx.rendezvous.ready(ctx, step.node):
+                still.append(step)
+                continue
+            self._execute(step, ctx, vals, trace)
+            progressed = True
+        if still and not progressed:
+            ctx.rendezvous.wait_any(ctx, [s.node for s in still if s.is_recv and not self._blocked(s, vals)])
+        return still
+
+    def _execute(self, step, ctx, vals, trace):
+        node = step.node
+        args = [vals[i] if i >= 0 else ctx.resources.variable(self._ref_nodes[-i - 1]) for i in step.inputs]
+        start = time.perf_counter() if trace is not None else 0.0
+        try:
+            out = step.kernel(ctx, node, *args)
+        except errors.OpError as e:
+            raise _with_node(e, node, ctx) from None
+        except Exception as e:  # a numpy error in a kernel: report it against the node
+            raise errors.InvalidArgumentError(
+                node.name,
+                None,
+                f"{type(e).__name__} in {node.op} op {node.name!r}: {e}{_where(node, ctx)}",
+            ) from e
+        if trace is not None:
+            trace.append((node.name, node.op, start, time.perf_counter()))
+        n = step.n_out
+        if n == 1:
+            vals[step.out] = out if isinstance(out, np.ndarray) or isinstance(out, np.generic) else np.asarray(out)
+        elif n > 1:
+            for i in range(n):
+                vals[step.out + i] = out[i]
+
+
+def _canon(name):
+    return name if ":" in name else f"{name}:0"
+
+
+def _where(node, ctx):
+    device = node.device or ctx.device
+    return f"\n\t [[node {node.name} ({node.op}) on {device or 'the local device'}]]"
+
+
+def _with_node(e, node, ctx):
+    """The same OpError, with the node and device appended once."""
+    if "[[node " in e.message:
+        return e
+    return type(e)(e.node_def or node.name, e.op, e.message + _where(node, ctx), e.remote_traceback)

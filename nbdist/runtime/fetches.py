@@ -1,0 +1,117 @@
+"""Flattening `Session.run` fetches and feeds, and rebuilding the same structure.
+
+Fetches may be a tensor, op, variable or name, or any nesting of lists, tuples,
+namedtuples and dicts of them; results come back in the same structure. Ops
+(targets) come back as ``None``.
+"""
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import Operation, Tensor
+
+
+class FetchMapper:
+    """Splits nested fetches into unique tensor names and target op names."""
+
+    def __init__(self, graph, fetches):
+        self.graph = graph
+        self.tensors = []  # unique Tensors to fetch
+        self.targets = []  # unique Operations to run
+        self._index = {}
+        self._structure = self._flatten(fetches)
+
+    def _flatten(self, f):
+        if isinstance(f, dict):
+            return (type(f), [(k, self._flatten(v)) for k, v in f.items()])
+        if isinstance(f, tuple) and hasattr(f, "_fields"):
+            return ("namedtuple", type(f), [self._flatten(v) for v in f])
+        if isinstance(f, (list, tuple)):
+            return (type(f), [self._flatten(v) for v in f])
+        if f is None:
+            raise TypeError("Session.run: fetch argument None is not a tensor or op")
+        try:
+            element = self.graph.as_graph_element(f)
+        except (TypeError, KeyError, ValueError) as e:
+            raise type(e)(f"Session.run: cannot interpret fetch {f!r}: {e}") from None
+        if isinstance(element, Operation):
+            if element not in self._index:
+                self._index[element] = None
+                self.targets.append(element)
+            return ("op",)
+        if element not in self._index:
+            self._index[element] = len(self.tensors)
+            self.tensors.append(element)
+        return ("tensor", self._index[element])
+
+    def build(self, values):
+        return self._build(self._structure, values)
+
+    def _build(self, s, values):
+        kind = s[0]
+        if kind == "op":
+            return None
+        if kind == "tensor":
+            return values[s[1]]
+        if kind == "namedtuple":
+            return s[1](*[self._build(c, values) for c in s[2]])
+        if isinstance(kind, type) and issubclass(kind, dict):
+            return kind((k, self._build(c, values)) for k, c in s[1])
+        return kind(self._build(c, values) for c in s[1])
+
+
+class FeedError(errors.InvalidArgumentError, ValueError):
+    """A bad feed: InvalidArgumentError (TF's class) that is also a ValueError."""
+
+
+def normalize_feeds(graph, feed_dict):
+    """``{Tensor: np.ndarray}`` checked against each tensor's dtype and static shape.
+
+    Raises:
+        FeedError: naming the tensor and both shapes (or dtypes).
+    """
+    out = {}
+    for key, value in (feed_dict or {}).items():
+        if hasattr(key, "_as_graph_element") and not isinstance(key, Tensor):
+            key = key._as_graph_element()
+        try:
+            tensor = graph.as_graph_element(key, allow_operation=False)
+        except (TypeError, KeyError, ValueError) as e:
+            raise TypeError(f"feed_dict key {key!r} is not a tensor of the session's graph: {e}") from None
+        out[tensor] = _check_feed(tensor, value)
+    return out
+
+
+def _check_feed(tensor, value):
+    dtype = tensor.dtype
+    if isinstance(value, Tensor):
+        raise TypeError(
+            f"the value of a feed cannot be a tf.Tensor ({value.name}); feed numpy arrays, "
+            "numbers, strings or lists"
+        )
+    try:
+        if dtype is _dtypes.string:
+            arr = np.asarray(value, dtype=object)
+        else:
+            arr = np.asarray(value)
+            if arr.dtype.kind in "OSU":
+                raise ValueError("not numeric")
+            if arr.dtype.kind == "f" and dtype.is_integer:
+                raise ValueError(f"float values for an {dtype.name} tensor")
+            arr = arr.astype(dtype.np, copy=False)
+    except (TypeError, ValueError) as e:
+        raise FeedError(
+            tensor.op.name,
+            None,
+            f"cannot feed {type(value).__name__} value to tensor {tensor.name!r} of dtype "
+            f"{dtype.name}: {e}",
+        ) from None
+    if not tensor.shape.is_compatible_with(arr.shape):
+        raise FeedError(
+            tensor.op.name,
+            None,
+            f"Cannot feed value of shape {arr.shape} for tensor {tensor.name!r}, which has "
+            f"shape {tensor.shape}",
+        )
+    return arr
