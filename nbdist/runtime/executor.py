@@ -91,7 +91,7 @@ class ExecutionPlan:
             if t not in by_name:
                 raise errors.InvalidArgumentError(t, None, f"target op {t!r} is not in the graph")
 
-        order = self._prune_and_sort(by_name, fed)
+        order = prune_and_sort(by_name, fed, self.fetches, self.targets)
         self.nodes = order
         slot_of = {name: i for i, name in enumerate(self.feeds)}
         n_slots = len(slot_of)
@@ -123,42 +123,6 @@ class ExecutionPlan:
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
         self._dependents = None
-
-    def _prune_and_sort(self, by_name, fed):
-        """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first."""
-        needed, order, visiting = set(), [], set()
-        stack = [(_split_input(f)[0], False) for f in self.fetches if f not in fed]
-        stack += [(t, False) for t in self.targets]
-        stack.reverse()
-        while stack:
-            name, expanded = stack.pop()
-            if expanded:
-                visiting.discard(name)
-                if name not in needed:
-                    needed.add(name)
-                    order.append(by_name[name])
-                continue
-            if name in needed:
-                continue
-            if name in visiting:
-                raise errors.InvalidArgumentError(name, None, f"graph has a cycle through node {name!r}")
-            node = by_name.get(name)
-            if node is None:
-                raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
-            visiting.add(name)
-            stack.append((name, True))
-            d = registry._REGISTRY.get(node.op)
-            refs = d.ref_inputs if d else ()
-            for pos, inp in enumerate(node.data_inputs):
-                if _canon(inp) in fed or pos in refs:
-                    continue  # fed tensors cut the graph; ref inputs need the variable, not its value
-                dep = _split_input(inp)[0]
-                if dep not in needed:
-                    stack.append((dep, False))
-            for c in node.control_inputs:
-                if c not in needed:
-                    stack.append((c, False))
-        return order
 
     def run(self, ctx, feed_values=()):
         """Executes the plan; returns the fetched values in order.
@@ -223,6 +187,43 @@ class ExecutionPlan:
         elif n > 1:
             for i in range(n):
                 vals[step.out + i] = out[i]
+
+
+def prune_and_sort(by_name, fed, fetches, targets):
+    """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first."""
+    needed, order, visiting = set(), [], set()
+    stack = [(_split_input(f)[0], False) for f in fetches if f not in fed]
+    stack += [(t, False) for t in targets]
+    stack.reverse()
+    while stack:
+        name, expanded = stack.pop()
+        if expanded:
+            visiting.discard(name)
+            if name not in needed:
+                needed.add(name)
+                order.append(by_name[name])
+            continue
+        if name in needed:
+            continue
+        if name in visiting:
+            raise errors.InvalidArgumentError(name, None, f"graph has a cycle through node {name!r}")
+        node = by_name.get(name)
+        if node is None:
+            raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
+        visiting.add(name)
+        stack.append((name, True))
+        d = registry._REGISTRY.get(node.op)
+        refs = d.ref_inputs if d else ()
+        for pos, inp in enumerate(node.data_inputs):
+            if _canon(inp) in fed or pos in refs:
+                continue  # fed tensors cut the graph; ref inputs need the variable, not its value
+            dep = _split_input(inp)[0]
+            if dep not in needed:
+                stack.append((dep, False))
+        for c in node.control_inputs:
+            if c not in needed:
+                stack.append((c, False))
+    return order
 
 
 def _canon(name):

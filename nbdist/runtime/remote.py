@@ -1,0 +1,124 @@
+"""The client side of a session with a remote master (``Session("zmq://host:port")``).
+
+The first `run` sends the whole GraphDef (`CreateSession`); later runs send only the
+nodes added since (`ExtendSession`), then one `RunStep` per call.
+"""
+
+import threading
+import time
+
+from nbdist import errors
+from nbdist.graph.graph_def import graph_to_graph_def
+from nbdist.runtime import transport, wire
+from nbdist.runtime.config import DeviceStepStats
+
+_SCHEMES = ("zmq://", "grpc://", "tcp://")
+
+
+def parse_target(target):
+    """``host:port`` of a session target (``zmq://``, ``grpc://`` or bare ``host:port``).
+
+    Raises:
+        ValueError: for a target that names no port.
+    """
+    address = target
+    for scheme in _SCHEMES:
+        if target.startswith(scheme):
+            address = target[len(scheme):]
+            break
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(
+            f"session target {target!r} is not 'zmq://host:port' (also accepted: 'grpc://host:port', "
+            "'host:port'); use server.target"
+        )
+    return address
+
+
+class RemoteBackend:
+    """Runs steps through the master at `target`; see `Session`."""
+
+    def __init__(self, target, graph, config):
+        self.address = parse_target(target)
+        self._graph = graph
+        self._config = config
+        self._key = wire.default_key()
+        self._handle = None
+        self._version = 0
+        self._lock = threading.Lock()
+
+    def _channel(self):
+        return transport.channel_to(self.address, f"master at {self.address}", self._key)
+
+    def _timeout_s(self, options):
+        ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms else 0) or \
+            self._config.operation_timeout_in_ms
+        return ms / 1000 if ms else None
+
+    def _sync_graph(self):
+        version = self._graph.version
+        if self._handle is None:
+            config = {"device_filters": self._config.device_filters}
+            reply = self._channel().call(
+                "CreateSession", {"graph_def": graph_to_graph_def(self._graph), "config": config}, timeout_s=60)
+            self._handle, self._version = reply["handle"], version
+        elif version > self._version:
+            self._channel().call("ExtendSession", {
+                "handle": self._handle, "graph_def": graph_to_graph_def(self._graph, self._version),
+                "version": self._version}, timeout_s=60)
+            self._version = version
+
+    def run_step(self, feeds, fetch_names, target_names, options, run_metadata):
+        with self._lock:
+            self._sync_graph()
+            handle = self._handle
+        tracing = bool(run_metadata is not None and options is not None and options.trace_level)
+        timeout_s = self._timeout_s(options)
+        body = {"handle": handle, "feeds": feeds, "fetches": fetch_names, "targets": target_names,
+                "timeout_s": timeout_s, "trace": tracing}
+        wait_s = None if timeout_s is None else timeout_s + 5.0  # the master reports the timeout itself
+        started = time.monotonic()
+        try:
+            reply = self._channel().call("RunStep", body, timeout_s=wait_s)
+        except errors.UnavailableError:
+            transport.drop_channel(self.address, self._key)
+            raise
+        except errors.DeadlineExceededError as e:
+            raise errors.DeadlineExceededError(
+                None, None, f"{e.message} (RunStep sent {time.monotonic() - started:.1f} s ago)") from None
+        meta = reply.get("meta", {})
+        if self._config.log_device_placement and meta.get("new_partitioning"):
+            for name, device in sorted(meta.get("placement", {}).items()):
+                print(f"{name}: ({device})")
+        if tracing:
+            _fill_metadata(run_metadata, meta)
+        return reply["fetches"]
+
+    def close(self):
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        try:
+            self._channel().call("CloseSession", {"handle": handle}, timeout_s=2.0, connect_timeout_s=1.0)
+        except errors.OpError:
+            pass  # the master may be gone; nothing to release then
+
+
+def _fill_metadata(run_metadata, meta):
+    for stats in meta.get("step_stats", []):
+        dev = DeviceStepStats(stats["device"])
+        dev.node_stats = [{"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in stats["ops"]]
+        dev.transfers = stats.get("transfers", [])
+        dev.pid = stats.get("pid")
+        run_metadata.step_stats.dev_stats.append(dev)
+    run_metadata.partition_graphs = [
+        {"device": task, **graph_def} for task, graph_def in sorted(meta.get("partition_graphs", {}).items())]
+    run_metadata.service_calls = meta.get("service_calls", [])
+    run_metadata.placement = meta.get("placement", {})
+    run_metadata.master = meta.get("master")
+
+
+def reset(target, containers=None, config=None):
+    """`Session.reset`: clears resources on the task at `target`."""
+    channel = transport.channel_to(parse_target(target), "", wire.default_key())
+    channel.call("Reset", {"containers": list(containers or [])}, timeout_s=10)

@@ -1,0 +1,128 @@
+"""The rendezvous: where a `_Send` leaves a tensor and the matching `_Recv` takes it.
+
+Each worker has one table keyed by ``(step_id, key)``. A `_Send` to a `_Recv` on the
+same task puts the tensor in the table; to another task it pushes one ``SendTensor``
+message straight to that worker (tensors go peer to peer, never through the master).
+Waits are bounded by the step's deadline and end at once when the step is aborted;
+a timeout names every key still awaited and the task it should come from.
+"""
+
+import threading
+import time
+
+from nbdist import errors
+from nbdist.runtime import transport
+from nbdist.runtime.partition import task_prefix
+
+_STALE_S = 300.0
+
+
+class Rendezvous:
+    """One worker's table of tensors in flight.
+
+    Args:
+        task_device: this task's device prefix (``/job:ps/replica:0/task:0``).
+        address_of: ``task device prefix -> "host:port"`` for peers.
+        key: the cluster key used to sign pushed tensors.
+    """
+
+    def __init__(self, task_device, address_of, key=None):
+        self.task_device = task_device
+        self._address_of = address_of
+        self._key = key
+        self._cond = threading.Condition()
+        self._table = {}  # (step_id, key) -> (value, arrival time)
+        self._aborted = {}  # step_id -> (error, time)
+        self.transfers = {}  # step_id -> list of transfer records (only when tracing)
+
+    # -- producing ------------------------------------------------------------------------------
+    def put(self, step_id, key, value):
+        with self._cond:
+            if step_id in self._aborted:
+                return
+            self._table[(step_id, key)] = (value, time.monotonic())
+            self._cond.notify_all()
+
+    def send(self, ctx, node, value):
+        """`_Send` kernel: deliver `value` to the task of ``node.attr["recv_device"]``."""
+        recv_task = task_prefix(node.attr["recv_device"])
+        key = node.attr["key"]
+        if recv_task == self.task_device:
+            self.put(ctx.step_id, key, value)
+            return
+        address = self._address_of(recv_task)
+        channel = transport.channel_to(address, recv_task, self._key)
+        channel.send("SendTensor", {"step_id": ctx.step_id, "key": key, "tensor": value})
+        if ctx.trace is not None:
+            self._note(ctx, node, value, recv_task)
+
+    def _note(self, ctx, node, value, peer):
+        self.transfers.setdefault(ctx.step_id, []).append(
+            {"node_name": node.name, "op": node.op, "key": node.attr["key"], "peer": peer,
+             "bytes": int(getattr(value, "nbytes", 0)), "time_s": time.time()}
+        )
+
+    # -- consuming ------------------------------------------------------------------------------
+    def ready(self, ctx, node):
+        return (ctx.step_id, node.attr["key"]) in self._table
+
+    def take(self, ctx, node):
+        """`_Recv` kernel: the tensor for this node's key (waiting if needed)."""
+        self.wait_any(ctx, [node])
+        with self._cond:
+            value, _ = self._table.pop((ctx.step_id, node.attr["key"]))
+        if ctx.trace is not None:
+            self._note(ctx, node, value, task_prefix(node.attr["send_device"]))
+        return value
+
+    def wait_any(self, ctx, nodes):
+        """Blocks until one of `nodes`' tensors arrived.
+
+        Raises:
+            DeadlineExceededError: at the step's deadline, naming the awaited keys and senders.
+            CancelledError / the abort reason: when the step was aborted.
+        """
+        keys = [(ctx.step_id, n.attr["key"]) for n in nodes]
+        with self._cond:
+            while True:
+                if ctx.step_id in self._aborted:
+                    raise self._aborted[ctx.step_id][0]
+                if any(k in self._table for k in keys):
+                    return
+                if ctx.cancelled is not None and ctx.cancelled.is_set():
+                    raise errors.CancelledError(None, None, f"step {ctx.step_id} was cancelled")
+                remaining = None if ctx.deadline is None else ctx.deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise self._timeout(nodes)
+                self._cond.wait(0.1 if remaining is None else min(0.1, remaining))
+
+    def _timeout(self, nodes):
+        waiting = "; ".join(
+            f"{n.name} <- {task_prefix(n.attr['send_device'])} (tensor {n.attr['tensor_name']})" for n in nodes
+        )
+        return errors.DeadlineExceededError(
+            nodes[0].name if nodes else None,
+            None,
+            f"step timed out on {self.task_device} still waiting for {len(nodes)} tensor(s): {waiting}. "
+            "The sending task may be slow, blocked or down; raise the timeout with "
+            "tf.RunOptions(timeout_in_ms=...) or ConfigProto(operation_timeout_in_ms=...)",
+        )
+
+    # -- step lifecycle --------------------------------------------------------------------------
+    def abort(self, step_id, error):
+        """Ends every wait of `step_id` with `error`; later tensors of that step are dropped."""
+        with self._cond:
+            self._aborted[step_id] = (error, time.monotonic())
+            for k in [k for k in self._table if k[0] == step_id]:
+                del self._table[k]
+            self._cond.notify_all()
+
+    def cleanup(self, step_id):
+        """Forgets `step_id` (after its RunGraph finished) and anything stale."""
+        now = time.monotonic()
+        with self._cond:
+            for k in [k for k, (_, t) in self._table.items() if k[0] == step_id or now - t > _STALE_S]:
+                del self._table[k]
+            for s in [s for s, (_, t) in self._aborted.items() if now - t > _STALE_S]:
+                del self._aborted[s]
+        return self.transfers.pop(step_id, [])

@@ -1,0 +1,249 @@
+"""`tf.train.Server`: one task of a cluster, serving the master and worker services.
+
+A server binds one ZeroMQ ROUTER socket at its cluster address and answers requests
+on background threads. The master service handles clients' sessions (`CreateSession`,
+`ExtendSession`, `RunStep`, `CloseSession`); the worker service runs partitions
+(`RegisterGraph`, `RunGraph`, `AbortStep`, `SendTensor`). ``Status`` and ``Ping``
+report on the task (for `%dtf_cluster` and its widget).
+"""
+
+import os
+import socket
+import threading
+
+from nbdist.runtime import transport, wire
+from nbdist.runtime.cluster import ClusterSpec
+from nbdist.runtime.master import MasterService
+from nbdist.runtime.worker import WorkerService
+
+
+def _rss_bytes():
+    try:
+        with open(f"/proc/{os.getpid()}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _normalize_server_def(server_or_cluster_def, job_name, task_index, protocol):
+    """(ClusterSpec, job_name, task_index, protocol) from any accepted form."""
+    if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
+        d = server_or_cluster_def
+        cluster = ClusterSpec(d["cluster"])
+        job_name = job_name if job_name is not None else d.get("job_name")
+        task_index = task_index if task_index is not None else d.get("task_index")
+        protocol = protocol or d.get("protocol")
+    else:
+        cluster = ClusterSpec(server_or_cluster_def)
+    if job_name is None:
+        if len(cluster.jobs) != 1:
+            raise ValueError(
+                f"job_name must be given: the cluster has jobs {cluster.jobs} "
+                "(e.g. tf.train.Server(cluster, job_name='worker', task_index=0))"
+            )
+        job_name = cluster.jobs[0]
+    if job_name not in cluster.jobs:
+        raise ValueError(f"job_name {job_name!r} is not a job of the cluster; its jobs are {cluster.jobs}")
+    if task_index is None:
+        indices = cluster.task_indices(job_name)
+        if len(indices) != 1:
+            raise ValueError(
+                f"task_index must be given: job {job_name!r} has tasks {indices}"
+            )
+        task_index = indices[0]
+    task_index = int(task_index)
+    cluster.task_address(job_name, task_index)  # raises for an unknown index
+    if protocol not in (None, "grpc", "zmq", "grpc+verbs"):
+        raise ValueError(f"protocol {protocol!r} is not supported; nbdist speaks 'zmq' (accepts 'grpc')")
+    return cluster, job_name, task_index, protocol or "zmq"
+
+
+class Server:
+    """An in-process server for one task of a cluster (TF's `tf.train.Server`).
+
+    Args:
+        server_or_cluster_def: a `ClusterSpec`, a cluster dict, or a ServerDef-like dict
+            ``{"cluster": ..., "job_name": ..., "task_index": ...}``.
+        job_name: this task's job (may be omitted when the cluster has one job).
+        task_index: this task's index (may be omitted when the job has one task).
+        protocol: ``"zmq"`` (``"grpc"`` is accepted and means the same).
+        config: a `tf.ConfigProto` (defaults for sessions of this master).
+        start: start serving now.
+        cluster_key: bytes to sign and check every message with (default:
+            ``$NBDIST_CLUSTER_KEY``; None means unsigned).
+
+    Raises:
+        ValueError: a job/task not in the cluster.
+        OSError: the address is already in use (naming it).
+
+    Example::
+
+        server = tf.train.Server.create_local_server()
+        with tf.Session(server.target) as sess:
+            print(sess.run(tf.constant("Hello, distributed TensorFlow!")))
+        server.stop()
+    """
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+                 config=None, start=True, cluster_key=None):
+        cluster, job_name, task_index, protocol = _normalize_server_def(
+            server_or_cluster_def, job_name, task_index, protocol)
+        self._cluster = cluster
+        self._job_name = job_name
+        self._task_index = task_index
+        self._protocol = protocol
+        self._config = config
+        self._key = cluster_key if cluster_key is not None else wire.default_key()
+        self.address = cluster.task_address(job_name, task_index)
+        self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.worker = WorkerService(self.task_device, self._address_of, self._key)
+        self.master = MasterService(cluster, job_name, task_index, self.worker, self._key)
+        self._loop = None
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    def _address_of(self, task_device):
+        parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
+        return self._cluster.task_address(parts["job"], int(parts["task"]))
+
+    @staticmethod
+    def create_local_server(config=None, start=True):
+        """A single-task cluster ``{"local": ["localhost:<free port>"]}`` in this process."""
+        port = _free_port()
+        return Server({"local": [f"localhost:{port}"]}, "local", 0, config=config, start=start)
+
+    # -- TF's API ------------------------------------------------------------------------------
+    @property
+    def target(self):
+        """The session target of this server's master: ``"zmq://host:port"``."""
+        return f"zmq://{self.address}"
+
+    @property
+    def server_def(self):
+        return {"cluster": self._cluster.as_dict(), "job_name": self._job_name,
+                "task_index": self._task_index, "protocol": self._protocol}
+
+    @property
+    def cluster_spec(self):
+        return self._cluster
+
+    def start(self):
+        """Binds the socket and starts serving (no-op when already started)."""
+        if self._loop is not None:
+            return
+        self._loop = transport.ServingLoop(
+            self.address, self._handle, self._key, inline=("SendTensor", "Ping", "Status", "AbortStep"),
+            task=self.task_device,
+        )
+        self._stopped.clear()
+
+    def join(self, timeout_s=None):
+        """Blocks until the server is stopped (as TF's `join`, which never returns on its own)."""
+        self._stopped.wait(timeout_s)
+
+    def stop(self):
+        """Stops serving and frees the port before returning (idempotent)."""
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
+        self._stopped.set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __repr__(self):
+        state = "serving" if self._loop is not None else "stopped"
+        return f"<nbdist.Server {self.task_device} at {self.address} ({state})>"
+
+    # -- request dispatch -------------------------------------------------------------------------
+    def _handle(self, msg):
+        handler = _HANDLERS.get(msg["type"])
+        if handler is None:
+            raise wire.WireError(
+                f"unknown request type {msg['type']!r}; this server handles {sorted(_HANDLERS)}",
+                request_id=msg.get("id", 0),
+            )
+        try:
+            return handler(self, msg)
+        except KeyError as e:
+            raise wire.WireError(f"{msg['type']} request is missing field {e}") from None
+
+    def status(self):
+        return {**self.worker.status(), **self.master.status(), "address": self.address,
+                "rss_bytes": _rss_bytes(), "requests_served": self._loop.requests_served if self._loop else 0,
+                "malformed_requests": self._loop.malformed if self._loop else 0}
+
+
+def _create_session(server, msg):
+    return "CreateSessionResponse", {"handle": server.master.create_session(msg["graph_def"], msg.get("config"))}
+
+
+def _extend_session(server, msg):
+    server.master.extend_session(msg["handle"], msg["graph_def"], msg["version"])
+    return "ExtendSessionResponse", {}
+
+
+def _run_step(server, msg):
+    values, meta = server.master.run_step(
+        msg["handle"], msg.get("feeds", {}), msg.get("fetches", []), msg.get("targets", []),
+        msg.get("timeout_s"), msg.get("trace", False))
+    return "RunStepResponse", {"fetches": values, "meta": meta}
+
+
+def _close_session(server, msg):
+    server.master.close_session(msg["handle"])
+    return "CloseSessionResponse", {}
+
+
+def _register_graph(server, msg):
+    handle = server.worker.register_graph(msg["graph_def"], msg["feeds"], msg["fetches"], msg["targets"])
+    return "RegisterGraphResponse", {"handle": handle}
+
+
+def _run_graph(server, msg):
+    values, stats = server.worker.run_graph(
+        msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False))
+    return "RunGraphResponse", {"fetches": values, "stats": stats}
+
+
+def _abort_step(server, msg):
+    server.worker.abort_step(msg["step_id"], msg.get("message", "aborted"))
+    return None, None
+
+
+def _send_tensor(server, msg):
+    server.worker.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
+    return None, None  # one-way: one message per cross-task tensor
+
+
+def _reset(server, msg):
+    server.worker.reset(msg.get("containers"))
+    return "ResetResponse", {}
+
+
+_HANDLERS = {
+    "CreateSession": _create_session,
+    "ExtendSession": _extend_session,
+    "RunStep": _run_step,
+    "CloseSession": _close_session,
+    "RegisterGraph": _register_graph,
+    "RunGraph": _run_graph,
+    "AbortStep": _abort_step,
+    "SendTensor": _send_tensor,
+    "Reset": _reset,
+    "Ping": lambda server, msg: ("Pong", {"task": server.task_device, "pid": os.getpid()}),
+    "Status": lambda server, msg: ("StatusResponse", server.status()),
+}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,214 @@
+"""The wire format: the sole owner of how a message becomes ZeroMQ frames and back.
+
+A message is ``[signature, header, *tensor_frames]``:
+
+- ``header`` is msgpack: ``{"v": PROTOCOL_VERSION, "type": "RunGraph", "id": 17, ...body}``.
+  Every numpy array anywhere in the body is replaced by an ext reference
+  ``(index, dtype, shape)`` and travels as its own raw frame, sent zero-copy and
+  received with ``np.frombuffer`` (no copy, no pickle). String tensors (``tf.string``)
+  travel inside the header as lists of bytes.
+- ``signature`` is HMAC-SHA256 over the header and every tensor frame when the cluster
+  has a key (``b""`` otherwise). It is checked *before* anything is decoded.
+
+Decoding never runs code from the message: msgpack yields only plain data, and array
+frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BYTES`,
+`MAX_FRAMES`, `MAX_TENSOR_BYTES`). Malformed input raises `WireError` (a ValueError);
+servers answer it with an error reply and keep serving.
+"""
+
+import hashlib
+import hmac
+import os
+
+import msgpack
+import numpy as np
+
+PROTOCOL_VERSION = 1
+MAX_HEADER_BYTES = 64 * 2**20
+MAX_FRAMES = 65536
+MAX_TENSOR_BYTES = 4 * 2**30
+KEY_ENV = "NBDIST_CLUSTER_KEY"
+_EXT_ARRAY = 1
+_EXT_STRINGS = 2
+_EXT_TUPLE = 3
+_COPY_THRESHOLD = 65536  # smaller frames are copied: cheaper than zero-copy bookkeeping (pyzmq docs)
+
+
+class WireError(ValueError):
+    """A message that cannot be accepted: bad signature, version, framing or encoding."""
+
+    def __init__(self, message, code="INVALID_ARGUMENT", request_id=0):
+        super().__init__(message)
+        self.code = code
+        self.request_id = request_id
+
+
+def default_key():
+    """The cluster key from ``$NBDIST_CLUSTER_KEY`` (hex), or None when unset."""
+    text = os.environ.get(KEY_ENV)
+    if not text:
+        return None
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise ValueError(f"${KEY_ENV} must be a hex string, got {len(text)} chars that are not hex") from None
+
+
+def new_key():
+    return os.urandom(32)
+
+
+def _sign(key, frames):
+    if key is None:
+        return b""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for f in frames:
+        mac.update(f)
+    return mac.digest()
+
+
+def encode(msg_type, request_id, body, key=None):
+    """Frames for one message: ``[signature, header, *tensor_buffers]``.
+
+    Args:
+        msg_type: e.g. ``"RunGraph"``; request_id: int matching reply to request.
+        body: a dict of plain data; numpy arrays may appear at any depth.
+        key: the cluster key (bytes) to sign with, or None.
+    """
+    buffers = []
+
+    def default(obj):
+        if isinstance(obj, np.ndarray):
+            if obj.dtype == object or obj.dtype.kind in "SU":
+                flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
+                return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
+            arr = np.ascontiguousarray(obj)
+            buffers.append(arr)
+            meta = [len(buffers) - 1, arr.dtype.str, list(arr.shape)]
+            return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
+        if isinstance(obj, np.generic):
+            return default(np.asarray(obj))
+        if isinstance(obj, tuple):
+            return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=default))
+        raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
+
+    header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
+    head = msgpack.packb(header, default=default, use_bin_type=True, strict_types=True)
+    frames = [head, *[memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]]
+    return [_sign(key, frames), *frames]
+
+
+def decode(frames, key=None):
+    """The message of `frames` as a dict (``type``, ``id`` and body), arrays rebuilt in place.
+
+    `frames` are bytes or `zmq.Frame`s (received with ``copy=False``: arrays then view
+    the frame's memory, no copy).
+
+    Raises:
+        WireError: unsigned or badly signed (when `key` is set), wrong version,
+            too many/too large frames, or undecodable header.
+    """
+    if len(frames) < 2:
+        raise WireError(f"a message needs at least 2 frames (signature, header), got {len(frames)}")
+    if len(frames) > MAX_FRAMES + 2:
+        raise WireError(f"too many frames: {len(frames)} > {MAX_FRAMES}")
+    buffers = [f.buffer if hasattr(f, "buffer") else memoryview(f) for f in frames]
+    signature, head, tensors = bytes(buffers[0]), buffers[1], buffers[2:]
+    if key is not None:
+        if not signature:
+            raise WireError("unsigned message refused: this cluster requires signed messages "
+                            f"(set ${KEY_ENV} to the cluster key)", "UNAUTHENTICATED")
+        if not hmac.compare_digest(signature, _sign(key, buffers[1:])):
+            raise WireError("bad message signature: the sender does not hold this cluster's key",
+                            "UNAUTHENTICATED")
+    if head.nbytes > MAX_HEADER_BYTES:
+        raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
+    used = set()
+
+    def ext_hook(code, data):
+        if code == _EXT_ARRAY:
+            index, dtype, shape = msgpack.unpackb(data)
+            return _array_from(tensors, index, dtype, shape, used)
+        if code == _EXT_STRINGS:
+            shape, flat = msgpack.unpackb(data)
+            arr = np.empty(len(flat), dtype=object)
+            arr[:] = flat
+            return arr.reshape(shape)
+        if code == _EXT_TUPLE:
+            return tuple(msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False))
+        raise WireError(f"unknown msgpack extension type {code}")
+
+    try:
+        msg = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, strict_map_key=False)
+    except WireError:
+        raise
+    except Exception as e:  # msgpack raises many types on garbage
+        raise WireError(f"undecodable message header: {type(e).__name__}: {e}") from None
+    if not isinstance(msg, dict) or "type" not in msg:
+        raise WireError("message header must be a map with a 'type'")
+    if msg.get("v") != PROTOCOL_VERSION:
+        raise WireError(
+            f"protocol version {msg.get('v')!r} is not supported (this side speaks "
+            f"{PROTOCOL_VERSION}); run the same nbdist version on every task",
+            request_id=msg.get("id", 0),
+        )
+    if len(used) != len(tensors):
+        raise WireError(f"{len(tensors) - len(used)} tensor frames are not referenced by the header")
+    return msg
+
+
+def _array_from(tensors, index, dtype, shape, used):
+    if not isinstance(index, int) or not 0 <= index < len(tensors) or index in used:
+        raise WireError(f"tensor reference {index!r} does not name an unused frame")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise WireError(f"bad tensor dtype {dtype!r}") from None
+    if dt.kind not in "biufc" or dt.hasobject:
+        raise WireError(f"tensor dtype {dtype!r} is not numeric")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError(f"bad tensor shape {shape!r}")
+    buf = tensors[index]
+    expected = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if expected != buf.nbytes or expected > MAX_TENSOR_BYTES:
+        raise WireError(f"tensor frame {index} has {buf.nbytes} bytes, header says {expected} ({dtype}{shape})")
+    used.add(index)
+    return np.frombuffer(buf, dtype=dt).reshape(shape)
+
+
+def error_body(exc, task=""):
+    """The body of an ``Error`` reply for an exception (OpError or WireError or other)."""
+    from nbdist import errors  # noqa: PLC0415 - errors imports nothing; kept local for clarity
+
+    if isinstance(exc, errors.OpError):
+        code, message, node = exc.error_code, exc.message, exc.node_def
+        node = node if isinstance(node, str) else getattr(node, "name", "")
+    elif isinstance(exc, WireError):
+        code = errors.UNAUTHENTICATED if exc.code == "UNAUTHENTICATED" else errors.INVALID_ARGUMENT
+        message, node = str(exc), ""
+    else:
+        code, message, node = errors.INTERNAL, f"{type(exc).__name__}: {exc}", ""
+    tb = getattr(exc, "remote_traceback", None) or ""
+    return {"code": int(code), "message": message, "node": node or "", "task": task, "traceback": tb}
+
+
+def raise_error(body):
+    """Re-raises an ``Error`` reply as its TF class, prefixed by the remote task."""
+    from nbdist import errors  # noqa: PLC0415
+
+    cls = errors.exception_type_from_error_code(body.get("code", errors.UNKNOWN))
+    message = body.get("message", "")
+    task = body.get("task", "")
+    if task and not message.startswith("["):
+        message = f"[{task}] {message}"
+    raise cls(body.get("node") or None, None, message, body.get("traceback") or None)
+
+
+def send_frames(socket, frames, prefix=()):
+    """Sends `frames` (after `prefix`, e.g. a ROUTER identity), large ones zero-copy."""
+    parts = [*prefix, *frames]
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        flags = 0 if i == last else 2  # zmq.SNDMORE
+        nbytes = part.nbytes if isinstance(part, memoryview) else len(part)
+        socket.send(part, flags, copy=nbytes < _COPY_THRESHOLD)
