@@ -24,6 +24,7 @@ from nbdist.runtime.executor import prune_and_sort
 from nbdist.runtime.partition import partition
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
+_TIMEOUT_GRACE_S = 1.0
 
 
 class _MasterSession:
@@ -176,7 +177,9 @@ class MasterService:
 
     def _run_partitions(self, plan, step_id, feeds, timeout_s, trace, calls):
         """One concurrent `RunGraph` per task; aborts the rest as soon as one fails."""
-        deadline = time.monotonic() + timeout_s
+        # A grace period lets partitions report their own, more precise timeout first
+        # (which _Recv keys they still wait for) before the master gives up on them.
+        deadline = time.monotonic() + timeout_s + _TIMEOUT_GRACE_S
         pending, results = {}, {}
         for task, part in plan.parts.items():
             if task == self.task_device:

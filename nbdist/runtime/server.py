@@ -243,6 +243,18 @@ _HANDLERS = {
 }
 
 
+def register_handler(msg_type, handler):
+    """Adds a request type to every server of this process.
+
+    `handler(server, msg) -> (reply_type, reply_body)`; ``(None, None)`` sends no reply.
+    Handlers run on the server's thread pool, so they may block. Used by services built
+    on top of the runtime (e.g. the notebook's per-task code execution).
+    """
+    if msg_type in _HANDLERS:
+        raise ValueError(f"a handler for {msg_type!r} is already registered")
+    _HANDLERS[msg_type] = handler
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

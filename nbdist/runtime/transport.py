@@ -68,12 +68,20 @@ class Channel:
         self.socket.connect(zmq_endpoint(address))
 
     def close(self):
+        if self.socket.closed:
+            return
         try:
             self.socket.disable_monitor()
         except zmq.ZMQError:
             pass
         self._monitor.close(linger=0)
         self.socket.close(linger=0)
+
+    def __del__(self):  # a thread's channels die with the thread: close their sockets
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
+            pass
 
     def poll_events(self):
         """Drains connection events; updates `connected`."""

@@ -82,7 +82,7 @@ def encode(msg_type, request_id, body, key=None):
             if obj.dtype == object or obj.dtype.kind in "SU":
                 flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
                 return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
-            arr = np.ascontiguousarray(obj)
+            arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
             buffers.append(arr)
             meta = [len(buffers) - 1, arr.dtype.str, list(arr.shape)]
             return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
@@ -133,7 +133,7 @@ def decode(frames, key=None):
             shape, flat = msgpack.unpackb(data)
             arr = np.empty(len(flat), dtype=object)
             arr[:] = flat
-            return arr.reshape(shape)
+            return arr.reshape(tuple(shape))
         if code == _EXT_TUPLE:
             return tuple(msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False))
         raise WireError(f"unknown msgpack extension type {code}")
@@ -173,7 +173,7 @@ def _array_from(tensors, index, dtype, shape, used):
     if expected != buf.nbytes or expected > MAX_TENSOR_BYTES:
         raise WireError(f"tensor frame {index} has {buf.nbytes} bytes, header says {expected} ({dtype}{shape})")
     used.add(index)
-    return np.frombuffer(buf, dtype=dt).reshape(shape)
+    return np.frombuffer(buf, dtype=dt).reshape(tuple(shape))
 
 
 def error_body(exc, task=""):

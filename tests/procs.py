@@ -1,0 +1,90 @@
+"""Test helpers: real `python -m nbdist.server` processes on 127.0.0.1, killed by PID."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbdist
+
+REPO = str(Path(nbdist.__file__).resolve().parent.parent)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster_dict(**jobs):
+    """``{"ps": ["localhost:P", ...], ...}`` with free ports, e.g. ``cluster_dict(ps=1, worker=1)``."""
+    return {job: [f"localhost:{free_port()}" for _ in range(n)] for job, n in jobs.items()}
+
+
+class ServerProcs:
+    """Starts one server process per task of `cluster` and stops them (by PID) at `stop()`."""
+
+    def __init__(self, cluster, key_hex=None, ready_timeout_s=30.0):
+        self.cluster = cluster
+        self.procs = {}
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if key_hex is not None:
+            env["NBDIST_CLUSTER_KEY"] = key_hex
+        for job, addresses in cluster.items():
+            for i in range(len(addresses)):
+                self.procs[(job, i)] = subprocess.Popen(
+                    [sys.executable, "-m", "nbdist.server", "--cluster", json.dumps(cluster),
+                     "--job", job, "--task", str(i), "--parent-pid", str(os.getpid())],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                )
+        try:
+            self._wait_ready(ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        for (job, i), proc in self.procs.items():
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"/job:{job}/task:{i} not ready in {timeout_s} s")
+                ready, _, _ = select.select([proc.stdout], [], [], remaining)
+                if ready:
+                    line = proc.stdout.readline()
+                    if line.startswith("nbdist-server ready"):
+                        break
+                    if not line:
+                        raise RuntimeError(f"/job:{job}/task:{i} exited: {proc.stderr.read()}")
+
+    def address(self, job, i):
+        return self.cluster[job][i]
+
+    def target(self, job, i):
+        return f"zmq://{self.cluster[job][i]}"
+
+    def kill(self, job, i, sig=signal.SIGKILL):
+        proc = self.procs[(job, i)]
+        proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            proc.wait(10)
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            for f in (proc.stdout, proc.stderr):
+                f.close()

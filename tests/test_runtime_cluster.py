@@ -1,0 +1,241 @@
+"""The distributed runtime across real server processes on 127.0.0.1 (issue 3's checks)."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import nbdist as tf
+from nbdist.runtime.server import Server
+from procs import ServerProcs, cluster_dict
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def two_tasks():
+    procs = ServerProcs(cluster_dict(local=2))
+    yield procs
+    procs.stop()
+
+
+@pytest.fixture
+def ps_worker():
+    procs = ServerProcs(cluster_dict(ps=2, worker=1))
+    yield procs
+    procs.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def _pinned_program():
+    tf.set_random_seed(7)
+    with tf.device("/job:local/task:1"):
+        x = tf.constant(np.linspace(-1, 1, 12).reshape(3, 4))
+        w = tf.Variable(tf.random_normal([4, 2], seed=1, dtype=tf.float64), name="w")
+        y = tf.nn.relu(tf.matmul(x, w)) + tf.reduce_sum(w)
+    return w, y
+
+
+def test_ops_pinned_to_another_task_match_the_local_session(two_tasks):
+    w, y = _pinned_program()
+    with tf.Session() as local:
+        local.run(w.initializer)
+        expected = local.run(y)
+    with tf.Session(two_tasks.target("local", 0)) as remote:
+        remote.run(w.initializer)
+        md = tf.RunMetadata()
+        got = remote.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    np.testing.assert_array_equal(got, expected)
+    assert {d["device"] for d in md.partition_graphs} == {"/job:local/replica:0/task:1"}
+    assert md.master == "/job:local/replica:0/task:0"
+
+
+def _seed_model():
+    """The seed's ps/worker model: two layers' variables on two ps tasks, compute on the worker."""
+    rng = np.random.RandomState(0)
+    data = rng.randn(64, 4)
+    labels = (data @ rng.randn(4, 1) > 0).astype(np.float64)
+    with tf.device("/job:ps/task:0"):
+        weights_1 = tf.Variable(rng.randn(4, 8) * 0.5, name="weights_1")
+        biases_1 = tf.Variable(np.zeros(8), name="biases_1")
+    with tf.device("/job:ps/task:1"):
+        weights_2 = tf.Variable(rng.randn(8, 1) * 0.5, name="weights_2")
+        biases_2 = tf.Variable(np.zeros(1), name="biases_2")
+    with tf.device("/job:worker/task:0"):
+        inputs = tf.constant(data)
+        layer_1 = tf.nn.relu(tf.matmul(inputs, weights_1) + biases_1)
+        logits = tf.matmul(layer_1, weights_2) + biases_2
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
+        train_op = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    return loss, train_op, weights_1
+
+
+def test_seed_ps_worker_model_trains_and_a_second_client_reads_the_ps(ps_worker):
+    loss, train_op, weights_1 = _seed_model()
+    port = ps_worker.address("worker", 0).rsplit(":", 1)[1]
+    with tf.Session(f"grpc://localhost:{port}") as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss)
+        for _ in range(30):
+            sess.run(train_op)
+        last, trained = sess.run([loss, weights_1])
+    assert last < first * 0.8, (first, last)
+    with tf.Session(ps_worker.address("worker", 0)) as second:  # bare host:port also works
+        np.testing.assert_array_equal(second.run(weights_1), trained)
+
+
+def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(ps_worker):
+    loss, train_op, _ = _seed_model()
+    with tf.Session(ps_worker.target("worker", 0)) as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train_op)
+        ps_worker.kill("ps", 1)
+        started = time.monotonic()
+        with pytest.raises(tf.errors.UnavailableError, match=r"/job:ps/replica:0/task:1 at localhost:\d+"):
+            sess.run(train_op)
+        assert time.monotonic() - started < 8.0
+
+
+def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(ps_worker):
+    with tf.device("/job:ps/task:3"):
+        v = tf.Variable(1.0, name="far_away")
+    with tf.Session(ps_worker.target("worker", 0)) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"):
+            sess.run(v.initializer)
+
+
+def test_remote_kernel_error_has_tf_class_node_and_task(two_tasks):
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable([1.0, 2.0], name="never_initialized")
+        y = v * 2.0
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"):
+            sess.run(y)
+
+
+def test_uninitialized_error_then_the_session_still_works(two_tasks):
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable(3.0, name="v")
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            sess.run(v)
+        sess.run(v.initializer)
+        assert sess.run(v) == 3.0
+
+
+def test_graph_extended_after_the_first_run(two_tasks):
+    a = tf.constant(2.0)
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        assert sess.run(a) == 2.0
+        with tf.device("/job:local/task:1"):
+            b = a * 5.0
+        assert sess.run(b) == 10.0
+
+
+def test_concurrent_clients_update_one_variable_safely(two_tasks):
+    with tf.device("/job:local/task:1"):
+        counter = tf.Variable(0.0, name="counter")
+        bump = counter.assign_add(1.0)
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(counter.initializer)
+
+    def client(target):
+        with tf.Session(target) as s:
+            for _ in range(50):
+                s.run(bump)
+
+    threads = [threading.Thread(target=client, args=(two_tasks.target("local", i),)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    with tf.Session(two_tasks.target("local", 1)) as sess:
+        assert sess.run(counter) == 100.0
+
+
+def test_step_timeout_names_the_recv_keys_still_awaited(two_tasks):
+    import signal
+
+    with tf.device("/job:local/task:1"):
+        slow = tf.constant(1.0, name="from_task_1") * 2.0
+    with tf.device("/job:local/task:0"):
+        out = slow + 1.0
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        assert sess.run(out) == 3.0
+        two_tasks.kill("local", 1, signal.SIGSTOP)  # alive but silent: the hang TF never explained
+        try:
+            with pytest.raises(tf.errors.DeadlineExceededError, match=r"still waiting for 1 tensor.*/job:local/replica:0/task:1 \(tensor Mul:0\)"):
+                sess.run(out, options=tf.RunOptions(timeout_in_ms=1000))
+        finally:
+            two_tasks.kill("local", 1, signal.SIGCONT)
+
+
+def test_device_filters_exclude_other_tasks(two_tasks):
+    with tf.device("/job:local/task:1"):
+        y = tf.constant(1.0) + 1.0
+    config = tf.ConfigProto(device_filters=["/job:local/task:0"])
+    with tf.Session(two_tasks.target("local", 0), config=config) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="device_filters"):
+            sess.run(y)
+
+
+def test_log_device_placement_prints_once_per_partitioning(two_tasks, capsys):
+    with tf.device("/job:local/task:1"):
+        y = tf.constant(1.0, name="c") + 1.0
+    config = tf.ConfigProto(log_device_placement=True)
+    with tf.Session(two_tasks.target("local", 0), config=config) as sess:
+        sess.run(y)
+        sess.run(y)
+    out = capsys.readouterr().out
+    assert out.count("c: (/job:local/replica:0/task:1/device:CPU:0)") == 1
+
+
+def test_trace_shows_services_transfers_and_partitions(two_tasks):
+    with tf.device("/job:local/task:1"):
+        a = tf.constant(np.ones((2, 3), np.float32), name="a") * 2.0
+    b = a + 1.0  # unplaced -> the master's task 0
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(b)
+        md = tf.RunMetadata()
+        sess.run(b, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    methods = [(c["service"], c["method"], c["task"]) for c in md.service_calls]
+    assert ("master", "RunStep", "/job:local/replica:0/task:0") in methods
+    assert ("worker", "RunGraph", "/job:local/replica:0/task:1") in methods
+    assert any(c["method"] == "PartitionCache" for c in md.service_calls)  # registered before
+    transfers = [t for d in md.step_stats.dev_stats for t in d.transfers]
+    assert {t["op"] for t in transfers} == {"_Send", "_Recv"}
+    assert all(t["bytes"] == 24 for t in transfers)
+    ops = {d.device: [n["node_name"] for n in d.node_stats] for d in md.step_stats.dev_stats}
+    assert "Mul" in ops["/job:local/replica:0/task:1/device:CPU:0"]
+    kinds = {n["op"] for g in md.partition_graphs for n in g["node"]}
+    assert {"_Send", "_Recv"} <= kinds
+
+
+def test_variables_survive_a_client_restart(two_tasks):
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable(5.0, name="kept")
+        inc = v.assign_add(1.0)
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+    graph2 = tf.Graph()
+    with graph2.as_default():
+        with tf.device("/job:local/task:1"):
+            same = tf.Variable(0.0, name="kept")
+        with tf.Session(two_tasks.target("local", 1)) as sess:
+            assert sess.run(same) == 6.0
+
+
+def test_in_process_hello_server():
+    server = Server.create_local_server()
+    try:
+        c = tf.constant("Hello, distributed TensorFlow!")
+        with tf.Session(server.target) as sess:
+            assert sess.run(c) == b"Hello, distributed TensorFlow!"
+    finally:
+        server.stop()
