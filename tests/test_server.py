@@ -1,0 +1,124 @@
+"""`tf.train.Server` in-process: lifecycle, ports, targets, and a server that survives garbage."""
+
+import socket
+
+import msgpack
+import pytest
+import zmq
+
+import nbdist as tf
+from nbdist.runtime import transport, wire
+from nbdist.runtime.remote import parse_target
+from nbdist.runtime.server import Server
+from procs import free_port
+
+
+@pytest.fixture
+def server():
+    s = Server.create_local_server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def raw_dealer(server):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(transport.zmq_endpoint(server.address))
+    yield sock
+    sock.close(linger=0)
+
+
+def _recv(sock, timeout_ms=5000):
+    assert sock.poll(timeout_ms), "no reply from the server"
+    return wire.decode(sock.recv_multipart())
+
+
+def test_create_local_server_target_and_server_def(server):
+    assert server.target.startswith("zmq://localhost:")
+    assert server.server_def["job_name"] == "local" and server.server_def["task_index"] == 0
+
+
+@pytest.mark.parametrize("form", ["zmq://{a}", "grpc://{a}", "{a}"])
+def test_every_target_form_reaches_the_master(server, form):
+    tf.reset_default_graph()
+    c = tf.constant(b"Hello, distributed TensorFlow!")
+    with tf.Session(form.format(a=server.address)) as sess:
+        assert sess.run(c) == b"Hello, distributed TensorFlow!"
+
+
+def test_bad_target_says_what_a_target_looks_like():
+    with pytest.raises(ValueError, match="is not 'zmq://host:port'"):
+        parse_target("zmq://nohost")
+
+
+def test_binding_a_port_in_use_names_the_address():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(OSError, match=rf"localhost:{port}.*another server"):
+            Server({"local": [f"localhost:{port}"]})
+
+
+def test_a_stopped_server_frees_its_port_at_once():
+    port = free_port()
+    for _ in range(3):  # re-running a notebook cell
+        s = Server({"local": [f"localhost:{port}"]})
+        s.stop()
+
+
+def test_garbage_gets_an_error_reply_and_the_server_keeps_serving(server, raw_dealer):
+    raw_dealer.send_multipart([b"", b"\xc1garbage"])
+    reply = _recv(raw_dealer)
+    assert reply["type"] == "Error" and "undecodable" in reply["message"]
+    raw_dealer.send_multipart(wire.encode("Ping", 2, {}))
+    assert _recv(raw_dealer)["type"] == "Pong"
+
+
+def test_unknown_request_type_is_an_error_reply(raw_dealer):
+    raw_dealer.send_multipart(wire.encode("Launch", 5, {}))
+    reply = _recv(raw_dealer)
+    assert reply["id"] == 5 and "unknown request type 'Launch'" in reply["message"]
+
+
+def test_request_missing_a_field_is_an_error_reply(raw_dealer):
+    raw_dealer.send_multipart(wire.encode("RunGraph", 6, {}))
+    assert "missing field 'handle'" in _recv(raw_dealer)["message"]
+
+
+def test_signed_server_refuses_unsigned_requests():
+    key = wire.new_key()
+    s = Server({"local": [f"localhost:{free_port()}"]}, cluster_key=key)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    try:
+        sock.connect(transport.zmq_endpoint(s.address))
+        sock.send_multipart(wire.encode("Ping", 1, {}))  # no key
+        assert sock.poll(5000)
+        reply = wire.decode(sock.recv_multipart(), key)  # the refusal itself is signed
+        assert reply["type"] == "Error" and "unsigned message refused" in reply["message"]
+        assert reply["code"] == tf.errors.UNAUTHENTICATED
+        sock.send_multipart(wire.encode("Ping", 2, {}, key))
+        assert sock.poll(5000) and wire.decode(sock.recv_multipart(), key)["type"] == "Pong"
+    finally:
+        sock.close(linger=0)
+        s.stop()
+
+
+def test_oversized_header_field_types_do_not_crash_the_server(server, raw_dealer):
+    raw_dealer.send_multipart([b"", msgpack.packb({"v": 1, "type": "RunStep", "id": 9, "handle": 3})])
+    reply = _recv(raw_dealer)
+    assert reply["type"] == "Error"
+    raw_dealer.send_multipart(wire.encode("Status", 10, {}))
+    assert _recv(raw_dealer)["type"] == "StatusResponse"
+
+
+def test_server_context_manager_stops_it():
+    with Server({"local": [f"localhost:{free_port()}"]}) as s:
+        assert "serving" in repr(s)
+    assert "stopped" in repr(s)
+
+
+def test_job_name_is_required_when_the_cluster_has_several_jobs():
+    with pytest.raises(ValueError, match="job_name must be given"):
+        Server({"ps": ["localhost:1"], "worker": ["localhost:2"]}, start=False)
