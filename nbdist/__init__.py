@@ -6,6 +6,8 @@ A TF name nbdist does not support raises an `AttributeError` that says so.
 """
 
 from nbdist import errors
+from nbdist._facade import export_all as _export_all
+from nbdist._facade import unsupported as _unsupported
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (
     DType,
@@ -44,19 +46,46 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import math_ops as _math_ops
+from nbdist.ops import random_ops as _random_ops
+from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import state_ops as _state_ops
+from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
 from nbdist.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from nbdist.runtime.session import InteractiveSession, Session
 
-from nbdist._facade import export_all as _export_all, unsupported as _unsupported
-
-_export_all(globals(), _math_ops, _array_ops, _control_flow_ops, _state_ops)
+# Public functions of the op modules that are not TF 1.x names at tf.* (they live at tf.nn.*
+# or are nbdist's own helpers for gradients).
+_NOT_AT_TF = {"sum_to_shape", "broadcast_to_like", "relu", "softplus", "with_dependencies"}
+_export_all(
+    globals(),
+    _math_ops,
+    _array_ops,
+    _reduction_ops,
+    _random_ops,
+    _control_flow_ops,
+    _state_ops,
+    exclude=_NOT_AT_TF,
+)
 from nbdist import nn, train  # noqa: E402 - the namespaces use the names above
 
 __version__ = "0.1.0"
 
 
+# The notebook layer loads on first use, so `import nbdist` stays light (no IPython, no widgets).
+_NOTEBOOK_NAMES = {
+    "LocalCluster": "nbdist.notebook.cluster",
+    "report": "nbdist.notebook.events",
+    "load_ipython_extension": "nbdist.notebook.magics",
+    "unload_ipython_extension": "nbdist.notebook.magics",
+}
+
+
 def __getattr__(name):
+    module = _NOTEBOOK_NAMES.get(name)
+    if module is not None:
+        import importlib  # noqa: PLC0415
+
+        return getattr(importlib.import_module(module), name)
     return _unsupported("tf", name)

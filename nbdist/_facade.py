@@ -3,7 +3,7 @@
 import types
 
 
-def export_all(namespace, *modules):
+def export_all(namespace, *modules, exclude=()):
     """Copies each module's public functions and classes (its ``__all__`` if set)."""
     for module in modules:
         names = getattr(module, "__all__", None) or [
@@ -14,6 +14,8 @@ def export_all(namespace, *modules):
             and getattr(v, "__module__", "") == module.__name__
         ]
         for name in names:
+            if name in exclude:
+                continue
             namespace.setdefault(name, getattr(module, name))
 
 

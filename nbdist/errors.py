@@ -116,9 +116,7 @@ UnimplementedError = _subclass(
     "UnimplementedError", UNIMPLEMENTED, "The operation is not implemented or supported."
 )
 InternalError = _subclass("InternalError", INTERNAL, "An internal invariant was broken.")
-UnavailableError = _subclass(
-    "UnavailableError", UNAVAILABLE, "A task or service cannot be reached."
-)
+UnavailableError = _subclass("UnavailableError", UNAVAILABLE, "A task or service cannot be reached.")
 DataLossError = _subclass("DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption.")
 
 _CODE_TO_CLASS = {

@@ -58,14 +58,14 @@ class DeviceSpec:
 
     def _parse_part(self, part, whole):
         m = _FIELD_RE.match(part)
-        if m is None and re.match(r"^[A-Za-z]+:(\d+|\*)$", part):
+        if m is None and re.match(r"^(cpu|gpu|tpu):(\d+|\*)$", part, re.IGNORECASE):
             kind, _, index = part.partition(":")
             self._set_device(kind, index, whole)
             return
         if m is None:
             raise ValueError(
                 f"unknown device field {part!r} in {whole!r}; expected "
-                "/job:NAME/replica:INT/task:INT/device:TYPE:INT"
+                "/job:NAME/replica:INT/task:INT/device:TYPE:INT (TYPE is CPU or GPU)"
             )
         key, value = m.group(1).lower(), m.group(2)
         if key == "job":
@@ -74,9 +74,7 @@ class DeviceSpec:
             self.job = value
         elif key in ("replica", "task"):
             if value is None or not value.isdigit():
-                raise ValueError(
-                    f"{key} index must be a non-negative integer, got {value!r} in {whole!r}"
-                )
+                raise ValueError(f"{key} index must be a non-negative integer, got {value!r} in {whole!r}")
             setattr(self, key, int(value))
         elif key == "device":
             kind, _, index = (value or "").partition(":")

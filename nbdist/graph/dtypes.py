@@ -87,6 +87,8 @@ def as_dtype(value):
         raise TypeError(f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}")
     if value in (bytes, str):
         return string
+    if value is float:  # TF reads a Python float as float32 (numpy would say float64)
+        return float32
     try:
         np_dtype = np.dtype(value)
     except TypeError:

@@ -14,7 +14,7 @@ import threading
 
 from nbdist.graph import device as pydev
 from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.tensor_shape import TensorShape, as_shape
+from nbdist.graph.tensor_shape import as_shape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _NBDIST_DIR = __file__.rsplit("/graph/", 1)[0]
@@ -294,7 +294,7 @@ class Graph:
             obj = obj._as_graph_element()
         if isinstance(obj, str):
             obj = self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
-        if isinstance(obj, Tensor) and allow_tensor or isinstance(obj, Operation) and allow_operation:
+        if (isinstance(obj, Tensor) and allow_tensor) or (isinstance(obj, Operation) and allow_operation):
             if obj.graph is not self:
                 raise ValueError(f"{obj!r} is not an element of this graph")
             return obj
@@ -350,14 +350,12 @@ class Graph:
         outer scopes) or a function ``op -> device string``.
         """
         d = device_name_or_function
-        if d is None or callable(d) and not isinstance(d, (str, pydev.DeviceSpec)):
+        if d is None or (callable(d) and not isinstance(d, (str, pydev.DeviceSpec))):
             fn = d
         elif isinstance(d, (str, pydev.DeviceSpec)):
             fn = pydev.merge_device(d)
         else:
-            raise TypeError(
-                f"tf.device() takes a device string, DeviceSpec, None or a function, got {d!r}"
-            )
+            raise TypeError(f"tf.device() takes a device string, DeviceSpec, None or a function, got {d!r}")
         self._device_stack.append(fn)
         try:
             yield
@@ -429,9 +427,7 @@ class Graph:
             ValueError: if an input belongs to another graph.
         """
         if self._finalized:
-            raise RuntimeError(
-                f"graph is finalized and cannot be modified (adding {op_type} op {name!r})"
-            )
+            raise RuntimeError(f"graph is finalized and cannot be modified (adding {op_type} op {name!r})")
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise TypeError(f"input of {op_type} must be a Tensor, got {t!r}")
@@ -528,8 +524,7 @@ def reset_default_graph():
     """
     if _default_stack():
         raise RuntimeError(
-            "reset_default_graph() called inside a `with graph.as_default()` block; "
-            "leave the block first"
+            "reset_default_graph() called inside a `with graph.as_default()` block; leave the block first"
         )
     _global_default[0] = Graph()
 
@@ -595,5 +590,3 @@ def get_collection(name, scope=None):
 
 def get_collection_ref(name):
     return get_default_graph().get_collection_ref(name)
-
-

@@ -96,8 +96,10 @@ class TensorShape:
     def __str__(self):
         if self._dims is None:
             return "<unknown>"
-        return "(" + ", ".join("?" if d is None else str(d) for d in self._dims) + (
-            ",)" if len(self._dims) == 1 else ")"
+        return (
+            "("
+            + ", ".join("?" if d is None else str(d) for d in self._dims)
+            + (",)" if len(self._dims) == 1 else ")")
         )
 
 

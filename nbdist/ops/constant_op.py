@@ -18,18 +18,30 @@ def register_tensor_conversion_function(base_type, conversion_func):
 def _to_numpy(value, dtype):
     if dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
-    if dtype is _dtypes.string or isinstance(value, (bytes, str)) or (
-        isinstance(value, (list, tuple, np.ndarray)) and _is_string_like(value)
+    if (
+        dtype is _dtypes.string
+        or isinstance(value, (bytes, str))
+        or (isinstance(value, (list, tuple, np.ndarray)) and _is_string_like(value))
     ):
         arr = np.array(value, dtype=object)
-        arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(arr) if arr.size else arr
+        arr = (
+            np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(arr)
+            if arr.size
+            else arr
+        )
         return arr, _dtypes.string
     arr = np.asarray(value)
     if dtype is None:
         # TF's defaults: Python floats -> float32, Python ints -> int32.
-        if arr.dtype == np.float64 and not isinstance(value, np.ndarray) and not isinstance(value, np.floating):
+        if (
+            arr.dtype == np.float64
+            and not isinstance(value, np.ndarray)
+            and not isinstance(value, np.floating)
+        ):
             arr = arr.astype(np.float32)
-        elif arr.dtype == np.int64 and not isinstance(value, np.ndarray) and not isinstance(value, np.integer):
+        elif (
+            arr.dtype == np.int64 and not isinstance(value, np.ndarray) and not isinstance(value, np.integer)
+        ):
             arr = arr.astype(np.int32)
         dtype = _dtypes.dtype_of_value(arr)
     else:
@@ -71,9 +83,7 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
         shape = tuple(shape)
         if arr.shape != shape:
             if verify_shape or (arr.size not in (1, int(np.prod(shape)))):
-                raise TypeError(
-                    f"tf.constant: value of shape {arr.shape} does not fit shape {shape}"
-                )
+                raise TypeError(f"tf.constant: value of shape {arr.shape} does not fit shape {shape}")
             arr = np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
     arr.setflags(write=False)
     op = registry.make_op("Const", [], {"value": arr, "dtype": dt}, name=name, graph=get_default_graph())
@@ -106,10 +116,16 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
 
 
 def convert_n(values, dtype=None):
-    """Converts several values, giving bare Python numbers the dtype of the first Tensor."""
+    """Converts several values; bare Python numbers take the dtype of the first Tensor
+    (or variable), else of the first numpy array, as TF does (``tf.pow(x64, 1.5)``)."""
     if dtype is None:
         for v in values:
             if isinstance(v, Tensor) or any(isinstance(v, b) for b, _ in _CONVERSIONS):
                 dtype = convert_to_tensor(v).dtype
+                break
+    if dtype is None:
+        for v in values:
+            if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "biuf":
+                dtype = _dtypes.as_dtype(v.dtype)
                 break
     return [convert_to_tensor(v, preferred_dtype=dtype) if not isinstance(v, Tensor) else v for v in values]

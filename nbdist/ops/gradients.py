@@ -96,7 +96,11 @@ def gradients(
         pending = collections.defaultdict(list)  # tensor -> list of gradient contributions
         for y, gy in zip(ys, grad_ys):
             with graph.colocate_with(y.op) if colocate_gradients_with_ops else contextlib.nullcontext():
-                g = math_ops.ones_like(y, name="grad_ys") if gy is None else convert_to_tensor(gy, dtype=y.dtype)
+                g = (
+                    math_ops.ones_like(y, name="grad_ys")
+                    if gy is None
+                    else convert_to_tensor(gy, dtype=y.dtype)
+                )
             pending[y].append(g)
 
         x_ids = {id(x) for x in xs}

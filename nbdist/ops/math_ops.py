@@ -5,8 +5,11 @@ Binary ops broadcast as numpy does; their gradients are summed back to each
 input's shape by `SumToShape` (so broadcasting works with unknown static shapes).
 """
 
+import builtins
+
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
@@ -27,7 +30,7 @@ def _binary_shape(inputs, attrs):
 
 
 def _bool_binary_shape(inputs, attrs):
-    (_, shape), = _binary_shape(inputs, attrs)
+    ((_, shape),) = _binary_shape(inputs, attrs)
     return [(_dtypes.bool, shape)]
 
 
@@ -54,7 +57,7 @@ def _sum_to_shape_kernel(ctx, node, grad, like):
     if grad.shape == target:
         return grad
     extra = grad.ndim - len(target)
-    out = grad.sum(axis=tuple(range(extra))) if extra > 0 else grad
+    out = grad.sum(axis=tuple(builtins.range(extra))) if extra > 0 else grad
     axes = tuple(i for i, d in enumerate(target) if d == 1 and out.shape[i] != 1)
     if axes:
         out = out.sum(axis=axes, keepdims=True)
@@ -220,6 +223,11 @@ def greater_equal(x, y, name=None):
 
 
 # -- unary elementwise ----------------------------------------------------------------------
+def _stable_sigmoid(x):
+    e = np.exp(-np.abs(x))  # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
 _UNARY_KERNELS = {
     "Neg": np.negative,
     "Square": np.square,
@@ -229,17 +237,27 @@ _UNARY_KERNELS = {
     "Abs": np.abs,
     "Sign": np.sign,
     "Tanh": np.tanh,
-    "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Sigmoid": _stable_sigmoid,
     "Relu": lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
     "Identity": lambda x: x,
     "StopGradient": lambda x: x,
     "Reciprocal": np.reciprocal,
+    "Log1p": np.log1p,
+    "Softplus": lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+    "Floor": np.floor,
 }
+
+
+def _unary_kernel(fn):
+    return lambda ctx, node, x: fn(x)
+
+
 for _t, _fn in _UNARY_KERNELS.items():
     registry.shape(_t)(same_as_input)
-    registry.kernel(_t)((lambda f: lambda ctx, node, x: f(x))(_fn))
+    registry.kernel(_t)(_unary_kernel(_fn))
 registry.no_gradient("StopGradient")
 registry.no_gradient("Sign")
+registry.no_gradient("Floor")  # piecewise constant: zero almost everywhere, as TF's None
 
 
 def _unary(op_type, x, name):
@@ -257,6 +275,8 @@ registry.gradient("Abs")(lambda op, grad: [grad * sign(op.inputs[0])])
 registry.gradient("Tanh")(lambda op, grad: [grad * (1.0 - square(op.outputs[0]))])
 registry.gradient("Sigmoid")(lambda op, grad: [grad * op.outputs[0] * (1.0 - op.outputs[0])])
 registry.gradient("Reciprocal")(lambda op, grad: [-grad * square(op.outputs[0])])
+registry.gradient("Log1p")(lambda op, grad: [grad / (1.0 + op.inputs[0])])
+registry.gradient("Softplus")(lambda op, grad: [grad * sigmoid(op.inputs[0])])
 
 
 @registry.gradient("Relu")
@@ -302,6 +322,20 @@ def sigmoid(x, name=None):
 
 def relu(features, name=None):
     return _unary("Relu", features, name)
+
+
+def log1p(x, name=None):
+    """`tf.log1p`: ``log(1 + x)``, accurate for small `x`."""
+    return _unary("Log1p", x, name)
+
+
+def softplus(features, name=None):
+    """`tf.nn.softplus`: ``log(1 + exp(features))``, computed without overflow."""
+    return _unary("Softplus", features, name)
+
+
+def floor(x, name=None):
+    return _unary("Floor", x, name)
 
 
 def reciprocal(x, name=None):
@@ -425,7 +459,10 @@ def _matmul_grad(op, grad):
         return [matmul(grad, b), matmul(grad, a, transpose_a=True)]
     if ta and not tb:
         return [matmul(b, grad, transpose_b=True), matmul(a, grad)]
-    return [matmul(b, grad, transpose_a=True, transpose_b=True), matmul(grad, a, transpose_a=True, transpose_b=True)]
+    return [
+        matmul(b, grad, transpose_a=True, transpose_b=True),
+        matmul(grad, a, transpose_a=True, transpose_b=True),
+    ]
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
@@ -465,11 +502,65 @@ def add_n(inputs, name=None):
     return registry.make_op("AddN", inputs, name=name).outputs[0]
 
 
+# -- range ------------------------------------------------------------------------------------------
+def _static_scalar(t):
+    if t.op.type == "Const" and t.op.get_attr("value").ndim == 0:
+        return t.op.get_attr("value").item()
+    return None
+
+
+@registry.shape("Range")
+def _range_shape(inputs, attrs):
+    names = sorted({t.dtype.name for t in inputs})
+    if len(names) != 1:
+        raise TypeError(f"tf.range: start, limit and delta must share one dtype, got {names}")
+    start, limit, delta = (_static_scalar(t) for t in inputs)
+    if delta == 0:
+        raise ValueError(f"tf.range: delta must not be 0 (start={start!r}, limit={limit!r})")
+    if None in (start, limit, delta):
+        return [(inputs[0].dtype, TensorShape([None]))]
+    n = builtins.max(0, int(np.ceil((limit - start) / delta)))
+    return [(inputs[0].dtype, TensorShape([n]))]
+
+
+@registry.kernel("Range")
+def _range_kernel(ctx, node, start, limit, delta):
+    if delta == 0:
+        raise errors.InvalidArgumentError(
+            node.name, None, f"tf.range: delta must not be 0 (start={start}, limit={limit})"
+        )
+    return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
+
+
+registry.no_gradient("Range")
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF's public name tf.range
+    """`tf.range`: ``[start, start + delta, ...]`` up to but excluding `limit`.
+
+    Args:
+        start: first value, or the limit (starting at 0) when `limit` is None.
+        limit: the exclusive end.
+        delta: the step (not 0).
+        dtype: element type (default: int32 for Python ints, float32 for floats).
+
+    Raises:
+        ValueError: if `delta` is statically 0.
+    """
+    if limit is None:
+        start, limit = 0, start
+    values = [start, limit, delta]
+    if dtype is None and not any(isinstance(v, Tensor) for v in values):
+        dtype = _dtypes.float32 if any(isinstance(v, float) for v in values) else _dtypes.int32
+    if dtype is not None:
+        values = [
+            cast(v, dtype) if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in values
+        ]
+    return registry.make_op("Range", convert_n(values), name=name).outputs[0]
+
+
 # -- Tensor operators -------------------------------------------------------------------------------
 def _install_operators():
-    def binary(fn):
-        return lambda self, other: fn(self, other)
-
     def reflected(fn):
         return lambda self, other: fn(other, self)
 
@@ -482,15 +573,14 @@ def _install_operators():
         ("pow", pow),
         ("matmul", matmul),
     ):
-        setattr(Tensor, f"__{dunder}__", binary(fn))
+        setattr(Tensor, f"__{dunder}__", fn)
         setattr(Tensor, f"__r{dunder}__", reflected(fn))
-    Tensor.__neg__ = lambda self: negative(self)
-    Tensor.__abs__ = lambda self: abs(self)
-    Tensor.__lt__ = binary(less)
-    Tensor.__le__ = binary(less_equal)
-    Tensor.__gt__ = binary(greater)
-    Tensor.__ge__ = binary(greater_equal)
+    Tensor.__neg__ = negative
+    Tensor.__abs__ = abs
+    Tensor.__lt__ = less
+    Tensor.__le__ = less_equal
+    Tensor.__gt__ = greater
+    Tensor.__ge__ = greater_equal
 
 
 _install_operators()
-

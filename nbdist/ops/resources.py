@@ -14,13 +14,25 @@ from nbdist import errors
 class VariableResource:
     """One variable's storage: its current value (None until initialized) and a lock."""
 
-    __slots__ = ("name", "device", "value", "lock")
+    __slots__ = ("name", "device", "_value", "lock")
 
     def __init__(self, name, device):
         self.name = name
         self.device = device
-        self.value = None
+        self._value = None
         self.lock = threading.Lock()
+
+    @property
+    def value(self):
+        return self._value
+
+    @value.setter
+    def value(self, array):
+        # Stored values are read-only: writers swap in a new array, so a value that was
+        # read (fetched, queued on the wire) never changes under its holder.
+        if array is not None:
+            array.setflags(write=False)
+        self._value = array
 
     def read(self):
         """The current value.

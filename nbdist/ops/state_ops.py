@@ -40,14 +40,14 @@ def _assign_shape(inputs, attrs):
 def _check_value(ref, value, node):
     value = np.asarray(value)
     expected = node.output[0][1] if node.output else None
-    if expected is not None and not node.attr.get("validate_shape") is False:
-        if expected.ndims is not None and not expected.is_compatible_with(value.shape):
-            raise errors.InvalidArgumentError(
-                node.name,
-                None,
-                f"Assign to {ref.name}: value of shape {value.shape} does not match the "
-                f"variable's shape {expected}",
-            )
+    checked = expected is not None and node.attr.get("validate_shape") is not False
+    if checked and expected.ndims is not None and not expected.is_compatible_with(value.shape):
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"Assign to {ref.name}: value of shape {value.shape} does not match the "
+            f"variable's shape {expected}",
+        )
     return value
 
 
@@ -67,20 +67,19 @@ def _assign_kernel(ctx, node, ref, value):
 
 
 def _update_kernel(fn):
+    # A new array is swapped in under the lock; arrays handed out earlier (a fetched value,
+    # a tensor queued on the wire, another step's read) never change underneath their holder.
     def kernel(ctx, node, ref, value):
         with ref.lock:
             current = ref.read()
-            if not current.flags.writeable:
-                current = current.copy()
-            fn(current, value)
-            ref.value = current
-            return current
+            ref.value = fn(current, value).astype(current.dtype, copy=False)
+            return ref.value
 
     return kernel
 
 
-registry.kernel("AssignAdd")(_update_kernel(lambda cur, v: np.add(cur, v, out=cur, casting="unsafe")))
-registry.kernel("AssignSub")(_update_kernel(lambda cur, v: np.subtract(cur, v, out=cur, casting="unsafe")))
+registry.kernel("AssignAdd")(_update_kernel(np.add))
+registry.kernel("AssignSub")(_update_kernel(np.subtract))
 
 
 def _ref_op(op_type, ref, value, name, attrs=None):
@@ -151,9 +150,7 @@ class Variable:
                     f"got {shape}; pass validate_shape=False to allow it"
                 )
             attrs = {"dtype": init.dtype, "shape": shape, "container": "", "shared_name": ""}
-            op = graph.create_op(
-                "VariableV2", [], [(attrs["dtype"], shape)], name=scope, attrs=attrs
-            )
+            op = graph.create_op("VariableV2", [], [(attrs["dtype"], shape)], name=scope, attrs=attrs)
             self._variable = op.outputs[0]
             with graph.colocate_with(op):
                 self._initializer_op = assign(
@@ -261,10 +258,26 @@ def _operator(name):
     return method
 
 
-for _dunder in (
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ "
-    "__rpow__ __matmul__ __rmatmul__ __neg__ __abs__ __lt__ __le__ __gt__ __ge__"
-).split():
+for _dunder in [
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__pow__",
+    "__rpow__",
+    "__matmul__",
+    "__rmatmul__",
+    "__neg__",
+    "__abs__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
     setattr(Variable, _dunder, _operator(_dunder))
 Variable.__array_priority__ = 100
 
@@ -325,4 +338,3 @@ def report_uninitialized_variables(var_list=None, name="report_uninitialized_var
 registry.shape("BooleanMaskNot")(lambda inputs, attrs: [(inputs[0].dtype, TensorShape([None]))])
 registry.kernel("BooleanMaskNot")(lambda ctx, node, values, mask: values[~np.asarray(mask, bool)])
 registry.no_gradient("BooleanMaskNot")
-

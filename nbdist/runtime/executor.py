@@ -33,7 +33,9 @@ class StepContext:
 
     __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "cancelled", "device")
 
-    def __init__(self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, cancelled=None, device=""):
+    def __init__(
+        self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, cancelled=None, device=""
+    ):
         self.resources = resources
         self.rendezvous = rendezvous
         self.step_id = step_id
@@ -131,6 +133,10 @@ class ExecutionPlan:
             ctx: the `StepContext`.
             feed_values: one value per feed name, in `feeds` order.
         """
+        with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
+            return self._run(ctx, feed_values)
+
+    def _run(self, ctx, feed_values):
         vals = [_MISSING] * self._n_slots
         for slot, value in zip(self._feed_slots, feed_values):
             vals[slot] = value
@@ -156,7 +162,7 @@ class ExecutionPlan:
         """Runs what became ready; waits for one of the pending `_Recv`s when nothing is."""
         progressed, still = False, []
         for step in deferred:
-            if self._blocked(step, vals) or step.is_recv and not ctx.rendezvous.ready(ctx, step.node):
+            if self._blocked(step, vals) or (step.is_recv and not ctx.rendezvous.ready(ctx, step.node)):
                 still.append(step)
                 continue
             self._execute(step, ctx, vals, trace)
@@ -183,7 +189,7 @@ class ExecutionPlan:
             trace.append((node.name, node.op, start, time.perf_counter()))
         n = step.n_out
         if n == 1:
-            vals[step.out] = out if isinstance(out, np.ndarray) or isinstance(out, np.generic) else np.asarray(out)
+            vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) else np.asarray(out)
         elif n > 1:
             for i in range(n):
                 vals[step.out + i] = out[i]

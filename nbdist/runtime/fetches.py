@@ -5,6 +5,8 @@ namedtuples and dicts of them; results come back in the same structure. Ops
 (targets) come back as ``None``.
 """
 
+import collections
+
 import numpy as np
 
 from nbdist import errors
@@ -23,6 +25,8 @@ class FetchMapper:
         self._structure = self._flatten(fetches)
 
     def _flatten(self, f):
+        if isinstance(f, collections.defaultdict):
+            return ("defaultdict", f.default_factory, [(k, self._flatten(v)) for k, v in f.items()])
         if isinstance(f, dict):
             return (type(f), [(k, self._flatten(v)) for k, v in f.items()])
         if isinstance(f, tuple) and hasattr(f, "_fields"):
@@ -53,12 +57,21 @@ class FetchMapper:
         if kind == "op":
             return None
         if kind == "tensor":
-            return values[s[1]]
+            return _as_result(values[s[1]])
+        if kind == "defaultdict":
+            return collections.defaultdict(s[1], ((k, self._build(c, values)) for k, c in s[2]))
         if kind == "namedtuple":
             return s[1](*[self._build(c, values) for c in s[2]])
         if isinstance(kind, type) and issubclass(kind, dict):
             return kind((k, self._build(c, values)) for k, c in s[1])
         return kind(self._build(c, values) for c in s[1])
+
+
+def _as_result(value):
+    """0-d arrays come back as numpy scalars (``np.float32``, ``bytes``), as in TF."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
 
 
 class FeedError(errors.InvalidArgumentError, ValueError):
@@ -104,8 +117,7 @@ def _check_feed(tensor, value):
         raise FeedError(
             tensor.op.name,
             None,
-            f"cannot feed {type(value).__name__} value to tensor {tensor.name!r} of dtype "
-            f"{dtype.name}: {e}",
+            f"cannot feed {type(value).__name__} value to tensor {tensor.name!r} of dtype {dtype.name}: {e}",
         ) from None
     if not tensor.shape.is_compatible_with(arr.shape):
         raise FeedError(

@@ -8,17 +8,18 @@ message per cross-task tensor (pushed worker to worker). When a partition fails,
 the others are aborted at once and the root cause is raised.
 """
 
+import contextlib
 import itertools
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import zmq
+
 from nbdist import errors
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
-import zmq
-
 from nbdist.runtime import placer, transport, wire
 from nbdist.runtime.executor import prune_and_sort
 from nbdist.runtime.partition import partition
@@ -41,7 +42,8 @@ class _MasterSession:
         with self.lock:
             if expected_version != len(self.nodes):
                 raise errors.FailedPreconditionError(
-                    None, None,
+                    None,
+                    None,
                     f"ExtendSession: the master holds {len(self.nodes)} nodes but the client "
                     f"extends from {expected_version}; recreate the session",
                 )
@@ -108,7 +110,8 @@ class MasterService:
             return self._sessions[handle]
         except KeyError:
             raise errors.AbortedError(
-                None, None,
+                None,
+                None,
                 f"session {handle!r} is not known to the master at {self.task_device} (it restarted?); "
                 "create a new tf.Session",
             ) from None
@@ -130,8 +133,17 @@ class MasterService:
         self.steps_run += 1
         meta = {"step_id": step_id, "new_partitioning": new, "master": self.task_device}
         if trace:
-            calls.insert(0, {"service": "master", "method": "RunStep", "task": self.task_device,
-                             "start_s": start, "end_s": time.time(), "step_id": step_id})
+            calls.insert(
+                0,
+                {
+                    "service": "master",
+                    "method": "RunStep",
+                    "task": self.task_device,
+                    "start_s": start,
+                    "end_s": time.time(),
+                    "step_id": step_id,
+                },
+            )
             meta["service_calls"] = calls
             meta["step_stats"] = [stats for _, stats in results.values() if stats]
             meta["partition_graphs"] = {t: p.graph_def() for t, p in plan.parts.items()}
@@ -144,14 +156,24 @@ class MasterService:
         with session.lock:
             plan = session.steps.get(signature)
             if plan is not None:
-                calls.append({"service": "master", "method": "PartitionCache", "task": self.task_device,
-                              "start_s": time.time(), "end_s": time.time(), "hit": True})
+                calls.append(
+                    {
+                        "service": "master",
+                        "method": "PartitionCache",
+                        "task": self.task_device,
+                        "start_s": time.time(),
+                        "end_s": time.time(),
+                        "hit": True,
+                    }
+                )
                 return plan, False
             by_name = session.by_name
             for name in [*feeds, *fetches]:
                 op = name.rpartition(":")[0]
                 if op not in by_name:
-                    raise errors.InvalidArgumentError(op, None, f"tensor {name!r} is not in the session's graph")
+                    raise errors.InvalidArgumentError(
+                        op, None, f"tensor {name!r} is not in the session's graph"
+                    )
             nodes = prune_and_sort(by_name, set(feeds), fetches, targets)
             nodes = _with_ref_sources(nodes, by_name)
             to_place = nodes + [by_name[f.rpartition(":")[0]] for f in feeds]
@@ -162,8 +184,16 @@ class MasterService:
             for task, part in parts.items():
                 t0 = time.time()
                 handles[task] = self._register(task, part)
-                calls.append({"service": "worker", "method": "RegisterGraph", "task": task,
-                              "start_s": t0, "end_s": time.time(), "nodes": len(part.nodes)})
+                calls.append(
+                    {
+                        "service": "worker",
+                        "method": "RegisterGraph",
+                        "task": task,
+                        "start_s": t0,
+                        "end_s": time.time(),
+                        "nodes": len(part.nodes),
+                    }
+                )
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
             return plan, True
 
@@ -185,8 +215,13 @@ class MasterService:
             if task == self.task_device:
                 continue
             channel = transport.channel_to(self.address_of(task), task, self.key)
-            body = {"handle": plan.handles[task], "step_id": step_id, "feeds": [feeds[f] for f in part.feeds],
-                    "timeout_s": timeout_s, "trace": bool(trace)}
+            body = {
+                "handle": plan.handles[task],
+                "step_id": step_id,
+                "feeds": [feeds[f] for f in part.feeds],
+                "timeout_s": timeout_s,
+                "trace": bool(trace),
+            }
             pending[task] = (channel, channel.send("RunGraph", body), time.time())
         local = None
         if self.task_device in plan.parts:
@@ -241,10 +276,8 @@ class _LocalRun:
 
     def close(self):
         if not self.future.done():
-            try:
+            with contextlib.suppress(Exception):  # already reported through the root cause
                 self.future.result(timeout=5)
-            except Exception:  # noqa: BLE001, S110 - already reported through the root cause
-                pass
         os.close(self._read_fd)
         os.close(self._write_fd)
 
@@ -263,7 +296,8 @@ def _gather(pending, local, results, calls, deadline, step_id, local_task):
         now = time.monotonic()
         if now >= deadline:
             raise errors.DeadlineExceededError(
-                None, None,
+                None,
+                None,
                 f"step {step_id} timed out after {now - started:.1f} s waiting for RunGraph of "
                 f"{sorted(waiting) + ([local_task] if local and local_task not in results else [])}",
             )
@@ -299,8 +333,15 @@ def _root_cause(error, local):
 
 
 def _call(task, t0, step_id, local=False):
-    return {"service": "worker", "method": "RunGraph", "task": task, "start_s": t0,
-            "end_s": time.time(), "step_id": step_id, "in_process": local}
+    return {
+        "service": "worker",
+        "method": "RunGraph",
+        "task": task,
+        "start_s": t0,
+        "end_s": time.time(),
+        "step_id": step_id,
+        "in_process": local,
+    }
 
 
 def _with_ref_sources(nodes, by_name):
@@ -320,5 +361,3 @@ def _with_ref_sources(nodes, by_name):
 def _job_task(task_device):
     parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
     return parts["job"], int(parts["task"])
-
-

@@ -111,8 +111,14 @@ def _cross(parts, part_of, sends, inp, src, src_device, dst_device, control, by_
     safe = inp.replace("^", "ctrl_").replace(":", "_")
     key = f"{src_device};{dst_device};{inp}"
     if control:
-        trigger = NodeDef(f"_trigger/{safe}/{_short(dst_task)}", "_ControlTrigger", [inp], src_device, {},
-                          [(_dtypes.float32, TensorShape([0]))])
+        trigger = NodeDef(
+            f"_trigger/{safe}/{_short(dst_task)}",
+            "_ControlTrigger",
+            [inp],
+            src_device,
+            {},
+            [(_dtypes.float32, TensorShape([0]))],
+        )
         src_part.nodes.append(trigger)
         tensor, dtype, shape = f"{trigger.name}:0", _dtypes.float32, TensorShape([0])
     else:

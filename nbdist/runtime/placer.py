@@ -100,25 +100,28 @@ def _complete(requested, cluster, master_job, master_task, node, filters):
     where = f"node {node.name!r} ({node.op}) requested device {requested or '(none)'!r}"
     if job not in jobs:
         raise errors.InvalidArgumentError(
-            node.name, None,
+            node.name,
+            None,
             f"Cannot assign a device: {where}, but the cluster has no job {job!r}; its jobs are "
             f"{_describe(cluster)}. Fix the tf.device() scope or the ClusterSpec.",
         )
     if task not in cluster.task_indices(job):
         raise errors.InvalidArgumentError(
-            node.name, None,
+            node.name,
+            None,
             f"Cannot assign a device: {where}, but job {job!r} has no task {task}; the cluster is "
             f"{_describe(cluster)}. Fix the tf.device() scope or the ClusterSpec.",
         )
     if spec.device_type not in (None, "CPU"):
         raise errors.InvalidArgumentError(
-            node.name, None,
-            f"Cannot assign a device: {where}; nbdist tasks have only /device:CPU:0 "
-            "(remove the GPU request)",
+            node.name,
+            None,
+            f"Cannot assign a device: {where}; nbdist tasks have only /device:CPU:0 (remove the GPU request)",
         )
     if filters and not any(_matches(f, job, task) for f in filters):
         raise errors.InvalidArgumentError(
-            node.name, None,
+            node.name,
+            None,
             f"Cannot assign a device: {where} resolves to /job:{job}/task:{task}, which the "
             f"session's device_filters {[f.to_string() for f in filters]} exclude",
         )

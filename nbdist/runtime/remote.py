@@ -4,6 +4,7 @@ The first `run` sends the whole GraphDef (`CreateSession`); later runs send only
 nodes added since (`ExtendSession`), then one `RunStep` per call.
 """
 
+import contextlib
 import threading
 
 from nbdist import errors
@@ -23,7 +24,7 @@ def parse_target(target):
     address = target
     for scheme in _SCHEMES:
         if target.startswith(scheme):
-            address = target[len(scheme):]
+            address = target[len(scheme) :]
             break
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
@@ -50,8 +51,9 @@ class RemoteBackend:
         return transport.channel_to(self.address, f"master at {self.address}", self._key)
 
     def _timeout_s(self, options):
-        ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms else 0) or \
-            self._config.operation_timeout_in_ms
+        ms = (
+            options.timeout_in_ms if options is not None and options.timeout_in_ms else 0
+        ) or self._config.operation_timeout_in_ms
         return ms / 1000 if ms else None
 
     def _sync_graph(self):
@@ -59,12 +61,21 @@ class RemoteBackend:
         if self._handle is None:
             config = {"device_filters": self._config.device_filters}
             reply = self._channel().call(
-                "CreateSession", {"graph_def": graph_to_graph_def(self._graph), "config": config}, timeout_s=60)
+                "CreateSession",
+                {"graph_def": graph_to_graph_def(self._graph), "config": config},
+                timeout_s=60,
+            )
             self._handle, self._version = reply["handle"], version
         elif version > self._version:
-            self._channel().call("ExtendSession", {
-                "handle": self._handle, "graph_def": graph_to_graph_def(self._graph, self._version),
-                "version": self._version}, timeout_s=60)
+            self._channel().call(
+                "ExtendSession",
+                {
+                    "handle": self._handle,
+                    "graph_def": graph_to_graph_def(self._graph, self._version),
+                    "version": self._version,
+                },
+                timeout_s=60,
+            )
             self._version = version
 
     def run_step(self, feeds, fetch_names, target_names, options, run_metadata):
@@ -73,8 +84,14 @@ class RemoteBackend:
             handle = self._handle
         tracing = bool(run_metadata is not None and options is not None and options.trace_level)
         timeout_s = self._timeout_s(options)
-        body = {"handle": handle, "feeds": feeds, "fetches": fetch_names, "targets": target_names,
-                "timeout_s": timeout_s, "trace": tracing}
+        body = {
+            "handle": handle,
+            "feeds": feeds,
+            "fetches": fetch_names,
+            "targets": target_names,
+            "timeout_s": timeout_s,
+            "trace": tracing,
+        }
         wait_s = None if timeout_s is None else timeout_s + 5.0  # the master reports the timeout itself
         try:
             reply = self._channel().call("RunStep", body, timeout_s=wait_s)
@@ -93,21 +110,22 @@ class RemoteBackend:
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
-        try:
+        with contextlib.suppress(errors.OpError):  # the master may be gone: nothing to release
             self._channel().call("CloseSession", {"handle": handle}, timeout_s=2.0, connect_timeout_s=1.0)
-        except errors.OpError:
-            pass  # the master may be gone; nothing to release then
 
 
 def _fill_metadata(run_metadata, meta):
     for stats in meta.get("step_stats", []):
         dev = DeviceStepStats(stats["device"])
-        dev.node_stats = [{"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in stats["ops"]]
+        dev.node_stats = [
+            {"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in stats["ops"]
+        ]
         dev.transfers = stats.get("transfers", [])
         dev.pid = stats.get("pid")
         run_metadata.step_stats.dev_stats.append(dev)
     run_metadata.partition_graphs = [
-        {"device": task, **graph_def} for task, graph_def in sorted(meta.get("partition_graphs", {}).items())]
+        {"device": task, **graph_def} for task, graph_def in sorted(meta.get("partition_graphs", {}).items())
+    ]
     run_metadata.service_calls = meta.get("service_calls", [])
     run_metadata.placement = meta.get("placement", {})
     run_metadata.master = meta.get("master")

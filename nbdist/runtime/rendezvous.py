@@ -58,8 +58,14 @@ class Rendezvous:
 
     def _note(self, ctx, node, value, peer):
         self.transfers.setdefault(ctx.step_id, []).append(
-            {"node_name": node.name, "op": node.op, "key": node.attr["key"], "peer": peer,
-             "bytes": int(getattr(value, "nbytes", 0)), "time_s": time.time()}
+            {
+                "node_name": node.name,
+                "op": node.op,
+                "key": node.attr["key"],
+                "peer": peer,
+                "bytes": int(getattr(value, "nbytes", 0)),
+                "time_s": time.time(),
+            }
         )
 
     # -- consuming ------------------------------------------------------------------------------
@@ -98,7 +104,8 @@ class Rendezvous:
 
     def _timeout(self, nodes):
         waiting = "; ".join(
-            f"{n.name} <- {task_prefix(n.attr['send_device'])} (tensor {n.attr['tensor_name']})" for n in nodes
+            f"{n.name} <- {task_prefix(n.attr['send_device'])} (tensor {n.attr['tensor_name']})"
+            for n in nodes
         )
         return errors.DeadlineExceededError(
             nodes[0].name if nodes else None,

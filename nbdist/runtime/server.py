@@ -50,9 +50,7 @@ def _normalize_server_def(server_or_cluster_def, job_name, task_index, protocol)
     if task_index is None:
         indices = cluster.task_indices(job_name)
         if len(indices) != 1:
-            raise ValueError(
-                f"task_index must be given: job {job_name!r} has tasks {indices}"
-            )
+            raise ValueError(f"task_index must be given: job {job_name!r} has tasks {indices}")
         task_index = indices[0]
     task_index = int(task_index)
     cluster.task_address(job_name, task_index)  # raises for an unknown index
@@ -87,10 +85,19 @@ class Server:
         server.stop()
     """
 
-    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True, cluster_key=None):
+    def __init__(
+        self,
+        server_or_cluster_def,
+        job_name=None,
+        task_index=None,
+        protocol=None,
+        config=None,
+        start=True,
+        cluster_key=None,
+    ):
         cluster, job_name, task_index, protocol = _normalize_server_def(
-            server_or_cluster_def, job_name, task_index, protocol)
+            server_or_cluster_def, job_name, task_index, protocol
+        )
         self._cluster = cluster
         self._job_name = job_name
         self._task_index = task_index
@@ -124,8 +131,12 @@ class Server:
 
     @property
     def server_def(self):
-        return {"cluster": self._cluster.as_dict(), "job_name": self._job_name,
-                "task_index": self._task_index, "protocol": self._protocol}
+        return {
+            "cluster": self._cluster.as_dict(),
+            "job_name": self._job_name,
+            "task_index": self._task_index,
+            "protocol": self._protocol,
+        }
 
     @property
     def cluster_spec(self):
@@ -136,7 +147,10 @@ class Server:
         if self._loop is not None:
             return
         self._loop = transport.ServingLoop(
-            self.address, self._handle, self._key, inline=("SendTensor", "Ping", "Status", "AbortStep"),
+            self.address,
+            self._handle,
+            self._key,
+            inline=("SendTensor", "Ping", "Status", "AbortStep"),
             task=self.task_device,
         )
         self._stopped.clear()
@@ -176,13 +190,20 @@ class Server:
             raise wire.WireError(f"{msg['type']} request is missing field {e}") from None
 
     def status(self):
-        return {**self.worker.status(), **self.master.status(), "address": self.address,
-                "rss_bytes": _rss_bytes(), "requests_served": self._loop.requests_served if self._loop else 0,
-                "malformed_requests": self._loop.malformed if self._loop else 0}
+        return {
+            **self.worker.status(),
+            **self.master.status(),
+            "address": self.address,
+            "rss_bytes": _rss_bytes(),
+            "requests_served": self._loop.requests_served if self._loop else 0,
+            "malformed_requests": self._loop.malformed if self._loop else 0,
+        }
 
 
 def _create_session(server, msg):
-    return "CreateSessionResponse", {"handle": server.master.create_session(msg["graph_def"], msg.get("config"))}
+    return "CreateSessionResponse", {
+        "handle": server.master.create_session(msg["graph_def"], msg.get("config"))
+    }
 
 
 def _extend_session(server, msg):
@@ -192,8 +213,13 @@ def _extend_session(server, msg):
 
 def _run_step(server, msg):
     values, meta = server.master.run_step(
-        msg["handle"], msg.get("feeds", {}), msg.get("fetches", []), msg.get("targets", []),
-        msg.get("timeout_s"), msg.get("trace", False))
+        msg["handle"],
+        msg.get("feeds", {}),
+        msg.get("fetches", []),
+        msg.get("targets", []),
+        msg.get("timeout_s"),
+        msg.get("trace", False),
+    )
     return "RunStepResponse", {"fetches": values, "meta": meta}
 
 
@@ -209,7 +235,8 @@ def _register_graph(server, msg):
 
 def _run_graph(server, msg):
     values, stats = server.worker.run_graph(
-        msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False))
+        msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
+    )
     return "RunGraphResponse", {"fetches": values, "stats": stats}
 
 

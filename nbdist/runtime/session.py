@@ -7,8 +7,11 @@ a remote target (``"zmq://host:port"``, ``"grpc://host:port"`` or ``"host:port"`
 is served by the master of that task (see `nbdist.runtime.remote`).
 """
 
+import contextlib
 import threading
 import time
+
+import numpy as np
 
 from nbdist.graph.graph import _default_session_stack, get_default_graph
 from nbdist.graph.graph_def import node_def_of
@@ -47,22 +50,31 @@ class _LocalBackend:
                 plan = self._plans[key] = ExecutionPlan(self._nodes, feeds, fetch_names, target_names)
             self._step_id += 1
             step_id = self._step_id
-        timeout_ms = options.timeout_in_ms if options and options.timeout_in_ms else self._config.operation_timeout_in_ms
+        timeout_ms = (
+            options.timeout_in_ms
+            if options and options.timeout_in_ms
+            else self._config.operation_timeout_in_ms
+        )
         deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
         tracing = run_metadata is not None and options is not None and options.trace_level
         trace = [] if tracing else None
         ctx = StepContext(self.resources, None, step_id, deadline, trace, None, LOCAL_DEVICE)
-        values = plan.run(ctx, list(feeds.values()))
+        values = [_owned(v) for v in plan.run(ctx, list(feeds.values()))]
         if tracing:
             stats = DeviceStepStats(LOCAL_DEVICE)
-            stats.node_stats = [
-                {"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in trace
-            ]
+            stats.node_stats = [{"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in trace]
             run_metadata.step_stats.dev_stats.append(stats)
         return values
 
     def close(self):
         self.resources.clear()
+
+
+def _owned(value):
+    """A fetched value the caller may change: a copy of variable storage or a constant."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        return value.copy()
+    return value
 
 
 class BaseSession:
@@ -150,10 +162,8 @@ class BaseSession:
         self.close()
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # never raise from a finalizer
             self.close()
-        except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
-            pass
 
     def __repr__(self):
         where = self._target or "local"

@@ -11,6 +11,7 @@
   forwards. Cheap messages (tensors pushed by peers, pings) are handled inline.
 """
 
+import contextlib
 import itertools
 import threading
 import time
@@ -70,18 +71,14 @@ class Channel:
     def close(self):
         if self.socket.closed:
             return
-        try:
+        with contextlib.suppress(zmq.ZMQError):
             self.socket.disable_monitor()
-        except zmq.ZMQError:
-            pass
         self._monitor.close(linger=0)
         self.socket.close(linger=0)
 
     def __del__(self):  # a thread's channels die with the thread: close their sockets
-        try:
+        with contextlib.suppress(Exception):  # never raise from a finalizer
             self.close()
-        except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
-            pass
 
     def poll_events(self):
         """Drains connection events; updates `connected`."""
@@ -128,7 +125,10 @@ class Channel:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise errors.DeadlineExceededError(
-                    None, None, f"timed out after {now - started:.1f} s waiting for {what} from {self.name} at {self.address}"
+                    None,
+                    None,
+                    f"timed out after {now - started:.1f} s waiting for {what} from {self.name} "
+                    f"at {self.address}",
                 )
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1000)))
             if not self.socket.poll(wait_ms):
@@ -203,7 +203,8 @@ class ServingLoop:
             raise OSError(
                 e.errno,
                 f"cannot start server {task} at {address}: {e.strerror}; another server (or "
-                "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose another port",
+                "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose "
+                "another port",
             ) from None
         self._inbox_address = f"inproc://nbdist-replies-{id(self)}"
         self._inbox = ctx.socket(zmq.PULL)

@@ -116,11 +116,15 @@ def decode(frames, key=None):
     signature, head, tensors = bytes(buffers[0]), buffers[1], buffers[2:]
     if key is not None:
         if not signature:
-            raise WireError("unsigned message refused: this cluster requires signed messages "
-                            f"(set ${KEY_ENV} to the cluster key)", "UNAUTHENTICATED")
+            raise WireError(
+                "unsigned message refused: this cluster requires signed messages "
+                f"(set ${KEY_ENV} to the cluster key)",
+                "UNAUTHENTICATED",
+            )
         if not hmac.compare_digest(signature, _sign(key, buffers[1:])):
-            raise WireError("bad message signature: the sender does not hold this cluster's key",
-                            "UNAUTHENTICATED")
+            raise WireError(
+                "bad message signature: the sender does not hold this cluster's key", "UNAUTHENTICATED"
+            )
     if head.nbytes > MAX_HEADER_BYTES:
         raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
     used = set()
@@ -142,7 +146,7 @@ def decode(frames, key=None):
         msg = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, strict_map_key=False)
     except WireError:
         raise
-    except Exception as e:  # msgpack raises many types on garbage
+    except Exception as e:  # noqa: BLE001 - msgpack raises many types on garbage; all mean "malformed"
         raise WireError(f"undecodable message header: {type(e).__name__}: {e}") from None
     if not isinstance(msg, dict) or "type" not in msg:
         raise WireError("message header must be a map with a 'type'")
@@ -171,7 +175,9 @@ def _array_from(tensors, index, dtype, shape, used):
     buf = tensors[index]
     expected = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     if expected != buf.nbytes or expected > MAX_TENSOR_BYTES:
-        raise WireError(f"tensor frame {index} has {buf.nbytes} bytes, header says {expected} ({dtype}{shape})")
+        raise WireError(
+            f"tensor frame {index} has {buf.nbytes} bytes, header says {expected} ({dtype}{shape})"
+        )
     used.add(index)
     return np.frombuffer(buf, dtype=dt).reshape(tuple(shape))
 

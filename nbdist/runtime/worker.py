@@ -65,14 +65,22 @@ class WorkerService:
         plan = self._plans.get(handle)
         if plan is None:
             raise errors.FailedPreconditionError(
-                None, None,
+                None,
+                None,
                 f"graph handle {handle!r} is not registered on {self.task_device} "
                 "(the task restarted?); the master re-registers the partition",
             )
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ops = [] if trace else None
-        ctx = StepContext(self.resources, self.rendezvous, step_id, deadline, ops, cancelled,
-                          self.task_device + "/device:CPU:0")
+        ctx = StepContext(
+            self.resources,
+            self.rendezvous,
+            step_id,
+            deadline,
+            ops,
+            cancelled,
+            self.task_device + "/device:CPU:0",
+        )
         try:
             values = plan.run(ctx, feed_values)
         finally:
@@ -81,9 +89,12 @@ class WorkerService:
         stats = None
         if trace:
             offset = time.time() - time.perf_counter()  # perf_counter -> wall clock, across tasks
-            stats = {"device": self.task_device + "/device:CPU:0", "pid": os.getpid(),
-                     "ops": [[n, op, s + offset, e + offset] for n, op, s, e in ops],
-                     "transfers": transfers}
+            stats = {
+                "device": self.task_device + "/device:CPU:0",
+                "pid": os.getpid(),
+                "ops": [[n, op, s + offset, e + offset] for n, op, s, e in ops],
+                "transfers": transfers,
+            }
         return values, stats
 
     def abort_step(self, step_id, message):
@@ -98,9 +109,11 @@ class WorkerService:
             "steps_run": self.steps_run,
             "ops_placed": dict(self.ops_placed),
             "variables": {
-                name: {"initialized": v.initialized,
-                       "nbytes": int(v.value.nbytes) if v.initialized else 0,
-                       "shape": list(v.value.shape) if v.initialized else None}
+                name: {
+                    "initialized": v.initialized,
+                    "nbytes": int(v.value.nbytes) if v.initialized else 0,
+                    "shape": list(v.value.shape) if v.initialized else None,
+                }
                 for name, v in variables.items()
             },
         }

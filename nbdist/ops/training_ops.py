@@ -1,0 +1,236 @@
+"""The optimizers' update ops: `ApplyGradientDescent`, `ApplyMomentum`, `ApplyAdam`.
+
+Each op takes the variable (and its slots, e.g. the momentum accumulator) as *ref
+inputs*, so its kernel receives the `VariableResource`s themselves, and the
+hyper-parameters and the gradient as ordinary value inputs of the variable's dtype
+(so they may be constants, fed placeholders or computed tensors). The kernel
+computes TF 1.x's update formula and stores the results under the resources' locks;
+the op's output is the variable's new value. Constructors create the op colocated
+with the variable: a writer must run on the task that holds the variable.
+
+Stores are copy-on-write: the kernel builds the new arrays and swaps them in under
+the locks instead of overwriting the old buffer. An array a reader already has (a
+fetched value, a tensor queued for the wire, another worker's concurrent forward
+pass) therefore never changes under it, and concurrent writers never lose updates.
+TF's ``use_locking`` attr is recorded for fidelity; nbdist always takes the locks.
+"""
+
+import contextlib
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.graph.graph import Tensor
+from nbdist.ops import registry
+from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.state_ops import Variable
+
+# op type -> its inputs in TF's order, each (name, kind): kind "ref" (a variable or slot of
+# the variable's shape), "scalar" (a hyper-parameter) or "like" (a tensor of the variable's shape).
+_SIGNATURES = {
+    "ApplyGradientDescent": (("var", "ref"), ("alpha", "scalar"), ("delta", "like")),
+    "ApplyMomentum": (
+        ("var", "ref"),
+        ("accum", "ref"),
+        ("lr", "scalar"),
+        ("grad", "like"),
+        ("momentum", "scalar"),
+    ),
+    "ApplyAdam": (
+        ("var", "ref"),
+        ("m", "ref"),
+        ("v", "ref"),
+        ("beta1_power", "scalar"),
+        ("beta2_power", "scalar"),
+        ("lr", "scalar"),
+        ("beta1", "scalar"),
+        ("beta2", "scalar"),
+        ("epsilon", "scalar"),
+        ("grad", "like"),
+    ),
+}
+
+
+def _apply_shape(op_type):
+    signature = _SIGNATURES[op_type]
+
+    def shape_fn(inputs, attrs):
+        var = inputs[0]
+        for (arg, kind), t in zip(signature, inputs):
+            if t.dtype != var.dtype:
+                raise TypeError(
+                    f"{op_type}: input {arg!r} ({t.name}) has dtype {t.dtype.name}, but the variable "
+                    f"{var.op.name!r} is {var.dtype.name}; cast it with tf.cast()"
+                )
+            if kind == "scalar" and t.shape.ndims not in (None, 0):
+                raise ValueError(f"{op_type}: {arg!r} must be a scalar, got {t.name} of shape {t.shape}")
+            if kind != "scalar" and not t.shape.is_compatible_with(var.shape):
+                raise ValueError(
+                    f"{op_type}: {arg!r} ({t.name}) has shape {t.shape}, but the variable "
+                    f"{var.op.name!r} has shape {var.shape}"
+                )
+        return [(var.dtype, var.shape)]
+
+    return shape_fn
+
+
+for _t, _sig in _SIGNATURES.items():
+    registry.declare(
+        _t, ref_inputs=tuple(i for i, (_, kind) in enumerate(_sig) if kind == "ref"), stateful=True
+    )
+    registry.shape(_t)(_apply_shape(_t))
+    registry.no_gradient(_t)
+
+
+# -- kernels --------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(node, *resources):
+    """Holds the locks of `resources`, in argument order (variable first, then its slots)."""
+    if len({id(r) for r in resources}) != len(resources):
+        names = [r.name for r in resources]
+        raise errors.InvalidArgumentError(
+            node.name, None, f"{node.op} got the same variable twice among its ref inputs {names}"
+        )
+    with contextlib.ExitStack() as stack:
+        for r in resources:
+            stack.enter_context(r.lock)
+        yield
+
+
+def _read_like(node, var, var_value, resource_or_value, arg):
+    """The value of a slot resource or a gradient, checked to have the variable's shape."""
+    value = resource_or_value.read() if hasattr(resource_or_value, "read") else np.asarray(resource_or_value)
+    if value.shape != var_value.shape:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"{node.op}: {arg} has shape {list(value.shape)}, but the variable {var.name} has shape "
+            f"{list(var_value.shape)}",
+        )
+    return value
+
+
+@registry.kernel("ApplyGradientDescent")
+def _apply_gradient_descent_kernel(ctx, node, var, alpha, delta):
+    with _locked(node, var):
+        w = var.read()
+        delta = _read_like(node, var, w, delta, "delta")
+        var.value = new_w = np.asarray(w - alpha * delta, dtype=w.dtype)
+    return new_w
+
+
+@registry.kernel("ApplyMomentum")
+def _apply_momentum_kernel(ctx, node, var, accum, lr, grad, momentum):
+    with _locked(node, var, accum):
+        w = var.read()
+        a = _read_like(node, var, w, accum, "accum")
+        grad = _read_like(node, var, w, grad, "grad")
+        a = np.asarray(a * momentum + grad, dtype=w.dtype)
+        if node.attr.get("use_nesterov"):
+            new_w = w - (grad * lr + a * momentum * lr)
+        else:
+            new_w = w - a * lr
+        accum.value = a
+        var.value = new_w = np.asarray(new_w, dtype=w.dtype)
+    return new_w
+
+
+@registry.kernel("ApplyAdam")
+def _apply_adam_kernel(ctx, node, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    with _locked(node, var, m, v):
+        w = var.read()
+        m_val = _read_like(node, var, w, m, "m")
+        v_val = _read_like(node, var, w, v, "v")
+        grad = _read_like(node, var, w, grad, "grad")
+        alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+        m_val = np.asarray(m_val + (grad - m_val) * (1 - beta1), dtype=w.dtype)
+        v_val = np.asarray(v_val + (np.square(grad) - v_val) * (1 - beta2), dtype=w.dtype)
+        m.value, v.value = m_val, v_val
+        var.value = new_w = np.asarray(w - m_val * alpha / (np.sqrt(v_val) + epsilon), dtype=w.dtype)
+    return new_w
+
+
+# -- constructors ---------------------------------------------------------------------------------
+def _ref(var, op_type):
+    if isinstance(var, Variable):
+        return var._ref()
+    if isinstance(var, Tensor) and var.op.type == "VariableV2":
+        return var
+    raise TypeError(f"{op_type} updates a tf.Variable, got {var!r}")
+
+
+def _apply(op_type, refs, values, attrs, name):
+    """Creates `op_type` colocated with the variable (``refs[0]``); returns its output."""
+    refs = [_ref(r, op_type) for r in refs]
+    graph = refs[0].graph
+    with graph.colocate_with(refs[0].op):
+        values = [convert_to_tensor(v, preferred_dtype=refs[0].dtype) for v in values]
+        return registry.make_op(op_type, refs + values, attrs, name=name).outputs[0]
+
+
+def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
+    """``var -= alpha * delta``.
+
+    Args:
+        var: the `tf.Variable` to update.
+        alpha: scalar learning rate, of the variable's dtype.
+        delta: the change (the gradient), of the variable's shape and dtype.
+        use_locking: recorded as TF's attr; nbdist always locks.
+        name: op name (default ``"ApplyGradientDescent"``).
+
+    Returns:
+        The variable's new value (a Tensor); run it, or its `.op`, to apply the update.
+
+    Raises:
+        TypeError: if an input's dtype differs from the variable's.
+        ValueError: if `alpha` is not a scalar or `delta`'s shape differs from the variable's.
+    """
+    return _apply("ApplyGradientDescent", [var], [alpha, delta], {"use_locking": bool(use_locking)}, name)
+
+
+def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nesterov=False, name=None):
+    """``accum = accum * momentum + grad; var -= lr * accum`` (TF's `ApplyMomentum`).
+
+    With ``use_nesterov=True``: ``var -= lr * grad + lr * momentum * accum`` (after the
+    accumulator update), as TF computes Nesterov momentum.
+
+    Args:
+        var: the `tf.Variable` to update.
+        accum: its momentum slot variable (same shape and dtype).
+        lr, momentum: scalar hyper-parameters of the variable's dtype.
+        grad: the gradient, of the variable's shape and dtype.
+
+    Returns:
+        The variable's new value (a Tensor).
+
+    Raises:
+        TypeError, ValueError: as `apply_gradient_descent`.
+    """
+    attrs = {"use_locking": bool(use_locking), "use_nesterov": bool(use_nesterov)}
+    return _apply("ApplyMomentum", [var, accum], [lr, grad, momentum], attrs, name)
+
+
+def apply_adam(
+    var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking=False, name=None
+):
+    """One Adam step, TF's `ApplyAdam`::
+
+        lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+        m = m + (grad - m) * (1 - beta1)
+        v = v + (grad**2 - v) * (1 - beta2)
+        var = var - lr_t * m / (sqrt(v) + epsilon)
+
+    Args:
+        var: the `tf.Variable` to update; `m`, `v`: its first and second moment slots.
+        beta1_power, beta2_power: ``beta1**t`` and ``beta2**t`` for this step ``t`` (1-based).
+        lr, beta1, beta2, epsilon: scalar hyper-parameters of the variable's dtype.
+        grad: the gradient, of the variable's shape and dtype.
+
+    Returns:
+        The variable's new value (a Tensor).
+
+    Raises:
+        TypeError, ValueError: as `apply_gradient_descent`.
+    """
+    values = [beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]
+    return _apply("ApplyAdam", [var, m, v], values, {"use_locking": bool(use_locking)}, name)

@@ -1,0 +1,332 @@
+"""`tf.gradients`: every differentiable op against finite differences, and the API's behaviours."""
+
+import numpy as np
+import pytest
+from gradcheck import check_gradients
+
+import nbdist as tf
+from nbdist.ops import math_ops, reduction_ops, registry
+
+_RNG = np.random.default_rng(1234)
+
+
+def r(*shape):
+    """Standard normal values (away from 0, so |x| and relu have a derivative)."""
+    x = _RNG.standard_normal(shape)
+    return np.where(np.abs(x) < 0.05, 0.3, x)
+
+
+def p(*shape):
+    """Positive values in [0.5, 2) (for log, sqrt, division)."""
+    return _RNG.uniform(0.5, 2.0, shape)
+
+
+def _second_order(f):
+    """``x -> d sum(f(x) * c) / dx``: checks the gradient of the gradient (c fixed, not all ones)."""
+
+    def g(x):
+        y = f(x)
+        c = tf.constant(_RNG.standard_normal(y.shape.as_list()), dtype=tf.float64)
+        return tf.gradients(tf.reduce_sum(y * c), x)[0]
+
+    return g
+
+
+def dist(*shape):
+    """Rows that are probability distributions (cross-entropy labels; TF assumes they sum to 1)."""
+    x = p(*shape)
+    return x / x.sum(axis=-1, keepdims=True)
+
+
+def _f64(value):
+    return tf.constant(value, dtype=tf.float64)
+
+
+LOOSE = {"eps": 1e-3, "rtol": 1e-4, "atol": 1e-4}  # through float32: rounding error dominates
+
+# (op type the case checks, fn, inputs[, check_gradients kwargs]); one case at least per
+# differentiable op type, more where the gradient has several paths (transposes, axes, broadcasts).
+CASES = [
+    ("Abs", tf.abs, [r(2, 3)]),
+    ("Add", lambda x, y: x + y, [r(2, 3), r(3)]),
+    ("AddN", lambda x, y: tf.add_n([x, y, x]), [r(2, 2), r(2, 2)]),
+    ("BiasAdd", tf.nn.bias_add, [r(2, 3, 4), r(4)]),
+    ("BroadcastToLike", lambda x: math_ops.broadcast_to_like(x, tf.zeros([2, 3], tf.float64)), [r(1, 3)]),
+    ("Cast", lambda x: tf.cast(tf.cast(x, tf.float32) * 3.0, tf.float64), [r(3)], LOOSE),
+    ("ConcatV2", lambda x, y: tf.concat([x, y], axis=1), [r(2, 3), r(2, 1)]),
+    ("ConcatV2", lambda x, y: tf.concat([x, y, x], axis=-2), [r(1, 3), r(2, 3)]),
+    ("Exp", tf.exp, [r(2, 3)]),
+    ("ExpandDims", lambda x: tf.expand_dims(x, 1) * _f64([[[1.0], [2.0]]]), [r(3, 2)]),
+    ("Fill", lambda s: tf.fill([2, 3], s), [np.array(0.7)]),
+    (
+        "GatherDropNegatives",
+        lambda x: reduction_ops._gather_drop_negatives(x, tf.constant([2, -1, 0, 2])),
+        [r(3, 2)],
+    ),
+    ("GatherV2", lambda x: tf.gather(x, [3, 0, 3]), [r(4, 2)]),
+    ("Identity", tf.identity, [r(3)]),
+    ("L2Loss", tf.nn.l2_loss, [r(2, 3)]),
+    ("Log", tf.log, [p(2, 3)]),
+    ("Log1p", tf.log1p, [p(2, 3)]),
+    ("LogSoftmax", tf.nn.log_softmax, [r(2, 4)]),
+    ("LogSoftmax", lambda x: tf.nn.log_softmax(x, axis=0), [r(3, 2)]),
+    ("MatMul", tf.matmul, [r(2, 3), r(3, 4)]),
+    ("MatMul", lambda a, b: tf.matmul(a, b, transpose_a=True), [r(3, 2), r(3, 4)]),
+    ("MatMul", lambda a, b: tf.matmul(a, b, transpose_b=True), [r(2, 3), r(4, 3)]),
+    ("MatMul", lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True), [r(3, 2), r(4, 3)]),
+    ("Max", lambda x: tf.reduce_max(x, axis=1), [r(3, 4)]),
+    ("Max", lambda x: tf.reduce_max(x, axis=0, keepdims=True), [r(3, 2)]),
+    ("Maximum", tf.maximum, [r(2, 3), r(3)]),
+    ("Mean", lambda x: tf.reduce_mean(x, axis=[0, 2], keepdims=True), [r(2, 3, 2)]),
+    ("Mean", tf.reduce_mean, [r(3, 2)]),
+    ("Min", lambda x: tf.reduce_min(x, axis=0), [r(3, 4)]),
+    ("Minimum", tf.minimum, [r(3), r(2, 3)]),
+    ("Mul", lambda x, y: x * y, [r(2, 1), r(1, 3)]),
+    ("Neg", tf.negative, [r(3)]),
+    ("Pack", lambda x, y: tf.stack([x, y], axis=1), [r(2, 3), r(2, 3)]),
+    ("Pad", lambda x: tf.pad(x, [[1, 0], [0, 2]]), [r(2, 3)]),
+    ("PadV2", lambda x: tf.pad(x, [[0, 1], [2, 1]], constant_values=3.0), [r(2, 2)]),
+    ("Pow", tf.pow, [p(2, 3), r(2, 3)]),
+    ("RealDiv", lambda x, y: x / y, [r(2, 3), p(3)]),
+    ("Reciprocal", tf.reciprocal, [p(3)]),
+    ("Relu", tf.nn.relu, [r(3, 3)]),
+    ("Reshape", lambda x: tf.reshape(x, [3, -1]) * _f64([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), [r(2, 3)]),
+    ("Select", lambda x, y: tf.where(x > 0.0, x * 2.0, y), [r(2, 3), r(2, 3)]),
+    ("Sigmoid", tf.sigmoid, [r(2, 3)]),
+    ("Slice", lambda x: tf.slice(x, [1, 0], [1, -1]), [r(3, 4)]),
+    ("Softmax", tf.nn.softmax, [r(2, 4)]),
+    ("Softmax", lambda x: tf.nn.softmax(x, axis=1), [r(2, 3, 2)]),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        lambda z, labels: tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=z),
+        [r(2, 4), dist(2, 4)],
+    ),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        lambda z: tf.nn.softmax_cross_entropy_with_logits(labels=_f64([[0.2, 0.8, 0.0]]), logits=z),
+        [r(1, 3)],
+    ),
+    ("Softplus", tf.nn.softplus, [r(2, 3)]),
+    (
+        "SparseSoftmaxCrossEntropyWithLogits",
+        lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[2, 0], logits=z),
+        [r(2, 3)],
+    ),
+    ("Sqrt", tf.sqrt, [p(2, 3)]),
+    ("Square", tf.square, [r(2, 3)]),
+    ("SquaredDifference", tf.squared_difference, [r(2, 3), r(3)]),
+    ("Squeeze", lambda x: tf.squeeze(x, axis=1), [r(2, 1, 3)]),
+    ("Sub", lambda x, y: x - y, [r(3), r(2, 3)]),
+    ("Sum", lambda x: tf.reduce_sum(x, axis=1, keepdims=True), [r(2, 3)]),
+    ("Sum", lambda x: tf.reduce_sum(x, reduction_indices=[-1, 0]), [r(2, 3, 2)]),
+    ("SumToShape", lambda x: math_ops.sum_to_shape(x, tf.zeros([1, 3], tf.float64)), [r(2, 2, 3)]),
+    ("Tanh", tf.tanh, [r(2, 3)]),
+    ("Transpose", lambda x: tf.transpose(x, [1, 2, 0]), [r(2, 3, 4)]),
+    ("Transpose", tf.transpose, [r(2, 3)]),
+    ("Unpack", lambda x: tf.stack(tf.unstack(x, axis=1)[::-1]), [r(2, 3)]),
+    ("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [0, 2, 0, -1], 3), [r(4, 2)]),
+]
+
+# The same checks with placeholders of unknown shape: gradients must use runtime shapes.
+UNKNOWN_SHAPE_CASES = [
+    ("Reshape", lambda x: tf.reshape(x, [-1]), [r(2, 3)]),
+    ("Sum", lambda x: tf.reduce_sum(x, axis=0), [r(2, 3)]),
+    ("Sum", tf.reduce_sum, [r(2, 3)]),
+    ("Mean", lambda x: tf.reduce_mean(x, axis=1), [r(2, 3)]),
+    ("Max", lambda x: tf.reduce_max(x, axis=-1), [r(2, 3)]),
+    ("Add", lambda x, y: x + y, [r(2, 3), r(3)]),
+    ("ConcatV2", lambda x, y: tf.concat([x, y], 0), [r(1, 2), r(2, 2)]),
+    ("Slice", lambda x: tf.slice(x, [0, 1], [2, 2]), [r(2, 3)]),
+    ("Pad", lambda x: tf.pad(x, [[0, 1], [1, 1]]), [r(2, 2)]),
+    ("GatherV2", lambda x: tf.gather(x, [[1, 1], [0, 1]]), [r(2, 3)]),
+    ("ExpandDims", lambda x: tf.expand_dims(x, 0), [r(2, 3)]),
+    ("Squeeze", tf.squeeze, [r(2, 1)]),
+    ("Transpose", tf.transpose, [r(2, 3)]),
+    ("BiasAdd", tf.nn.bias_add, [r(2, 3), r(3)]),
+    ("Softmax", tf.nn.softmax, [r(2, 3)]),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        lambda z, labels: tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=z),
+        [r(2, 3), dist(2, 3)],
+    ),
+]
+
+# Gradients of gradients: the ops that gradient functions build are differentiable too.
+SECOND_ORDER_CASES = [
+    ("Sum", _second_order(lambda x: tf.square(tf.reduce_sum(x, axis=0))), [r(2, 3)]),
+    ("Mul", _second_order(lambda x: x * x * tf.reduce_sum(x, axis=1, keepdims=True)), [r(2, 3)]),
+    ("Softmax", _second_order(tf.nn.softmax), [r(2, 3)]),
+    ("LogSoftmax", _second_order(tf.nn.log_softmax), [r(2, 3)]),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        _second_order(
+            lambda z: tf.nn.softmax_cross_entropy_with_logits_v2(
+                labels=_f64([[0.1, 0.9, 0.0], [0.5, 0.25, 0.25]]), logits=z
+            )
+        ),
+        [r(2, 3)],
+    ),
+    (
+        "SparseSoftmaxCrossEntropyWithLogits",
+        _second_order(lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 0], logits=z)),
+        [r(2, 3)],
+    ),
+    ("Slice", _second_order(lambda x: tf.square(tf.slice(x, [1, 1], [1, 2]))), [r(2, 3)]),
+    ("Pad", _second_order(lambda x: tf.square(tf.pad(x, [[1, 1], [0, 1]]))), [r(2, 3)]),
+    ("GatherV2", _second_order(lambda x: tf.square(tf.gather(x, [1, 1, 0]))), [r(2, 3)]),
+    ("ConcatV2", _second_order(lambda x: tf.square(tf.concat([x, 2.0 * x], 1))), [r(2, 2)]),
+    ("Max", _second_order(lambda x: tf.square(tf.reduce_max(x, axis=1))), [r(2, 3)]),
+    ("Sigmoid", _second_order(tf.sigmoid), [r(2, 3)]),
+    ("Softplus", _second_order(tf.nn.softplus), [r(2, 3)]),
+    ("Tanh", _second_order(tf.tanh), [r(2, 3)]),
+    ("MatMul", _second_order(lambda x: tf.matmul(x, x, transpose_b=True)), [r(2, 3)]),
+]
+
+
+def _ids(cases):
+    return [f"{c[0]}-{i}" for i, c in enumerate(cases)]
+
+
+def _run_case(case, **kwargs):
+    op_type, fn, inputs, *extra = case
+    forward_types = check_gradients(fn, inputs, **{**(extra[0] if extra else {}), **kwargs})
+    assert op_type in forward_types, (
+        f"case for {op_type} did not build a {op_type} op: {sorted(forward_types)}"
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_gradient_matches_finite_differences(case):
+    _run_case(case)
+
+
+@pytest.mark.parametrize("case", UNKNOWN_SHAPE_CASES, ids=_ids(UNKNOWN_SHAPE_CASES))
+def test_gradient_with_unknown_static_shapes(case):
+    _run_case(case, static_shapes=False)
+
+
+@pytest.mark.parametrize("case", SECOND_ORDER_CASES, ids=_ids(SECOND_ORDER_CASES))
+def test_second_order_gradient_matches_finite_differences(case):
+    _run_case(case, rtol=1e-4, atol=1e-6)
+
+
+def test_every_differentiable_op_has_a_finite_difference_case():
+    differentiable = {
+        t
+        for t in registry.registered_op_types()
+        if (d := registry.lookup(t)).grad_fn is not None
+        and not d.no_gradient
+        and d.grad_fn.__module__.startswith("nbdist.ops.")
+    }
+    missing = differentiable - {c[0] for c in CASES}
+    assert not missing, f"add a case to CASES in tests/test_gradients.py for {sorted(missing)}"
+
+
+def test_check_gradients_reports_a_wrong_gradient():
+    # Register nothing: break a gradient by using stop_gradient where the math says otherwise.
+    with pytest.raises(AssertionError, match=r"(?s)gradient check failed for Mul.*analytic:.*numeric:"):
+        check_gradients(lambda x: tf.stop_gradient(x) * x, [r(3)])
+
+
+# -- tf.gradients behaviours ------------------------------------------------------------------------
+def _value(fetch, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetch, feed)
+
+
+def test_gradients_sum_over_multiple_paths():
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0], dtype=tf.float64)
+        y = x * x + 3.0 * x + tf.exp(x)
+        (g,) = tf.gradients(y, x)
+        np.testing.assert_allclose(_value(g), 2 * np.array([1.0, 2.0]) + 3.0 + np.exp([1.0, 2.0]))
+
+
+def test_gradients_of_several_ys_are_summed():
+    with tf.Graph().as_default():
+        x = tf.constant(2.0, dtype=tf.float64)
+        (g,) = tf.gradients([x * x, 5.0 * x], x)
+        assert _value(g) == pytest.approx(9.0)
+
+
+def test_gradients_return_none_for_unconnected_xs():
+    with tf.Graph().as_default():
+        x = tf.constant(1.0)
+        z = tf.constant(2.0)
+        gx, gz = tf.gradients(x * 3.0, [x, z])
+        assert gz is None
+        assert _value(gx) == pytest.approx(3.0)
+
+
+def test_gradients_return_none_through_integer_ops():
+    with tf.Graph().as_default():
+        x = tf.constant([[1.0, 3.0], [2.0, 0.0]])
+        y = tf.cast(tf.argmax(x, axis=1), tf.float32)
+        assert tf.gradients(y, x) == [None]
+
+
+def test_grad_ys_weights_the_output():
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0, 3.0], dtype=tf.float64)
+        (g,) = tf.gradients(tf.square(x), x, grad_ys=np.array([1.0, 0.0, -2.0]))
+        np.testing.assert_allclose(_value(g), [2.0, 0.0, -12.0])
+
+
+def test_grad_ys_count_must_match_ys():
+    with tf.Graph().as_default():
+        x = tf.constant(1.0)
+        with pytest.raises(ValueError, match=r"2 grad_ys for 1 ys"):
+            tf.gradients(x * 2.0, x, grad_ys=[1.0, 2.0])
+
+
+def test_stop_gradient_blocks_its_input():
+    with tf.Graph().as_default():
+        x = tf.constant(3.0, dtype=tf.float64)
+        (g,) = tf.gradients(tf.stop_gradient(x * x) + x, x)
+        assert _value(g) == pytest.approx(1.0)
+
+
+def test_stop_gradients_argument_treats_tensors_as_constants():
+    with tf.Graph().as_default():
+        x = tf.constant(3.0, dtype=tf.float64)
+        h = x * x
+        (g,) = tf.gradients(h * x, x, stop_gradients=[h])
+        assert _value(g) == pytest.approx(9.0)
+
+
+def test_gradients_of_a_variable():
+    with tf.Graph().as_default():
+        w = tf.Variable([[1.0, 2.0]], dtype=tf.float64)
+        loss = tf.reduce_sum(tf.square(w))
+        (g,) = tf.gradients(loss, w)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(g), [[2.0, 4.0]])
+
+
+def test_colocate_gradients_with_ops_places_each_gradient_op_with_its_forward_op():
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        with tf.device("/job:worker/task:1"):
+            w = tf.constant(np.ones((3, 2), np.float32), name="w")
+            loss = tf.reduce_mean(tf.nn.softmax(tf.matmul(x, w)))
+        n_forward = len(graph.get_operations())
+        gx, _ = tf.gradients(loss, [x, w], colocate_gradients_with_ops=True)
+        grad_ops = graph.get_operations()[n_forward:]
+        assert grad_ops
+        assert {op.device for op in grad_ops} == {loss.op.device}
+        assert "worker" in loss.op.device and "task:1" in loss.op.device
+        assert gx.op.device == loss.op.device
+
+
+def test_without_colocation_gradient_ops_take_the_enclosing_device_scope():
+    with tf.Graph().as_default() as graph:
+        with tf.device("/job:worker/task:1"):
+            x = tf.constant([1.0, 2.0])
+            y = tf.reduce_sum(x * x)
+        n_forward = len(graph.get_operations())
+        with tf.device("/job:ps/task:0"):
+            tf.gradients(y, x)
+            reference = tf.no_op()
+        assert {op.device for op in graph.get_operations()[n_forward:]} == {reference.device}
+        assert reference.device != x.op.device

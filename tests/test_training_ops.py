@@ -1,0 +1,155 @@
+"""The Apply* ops on their own: kernels, copy-on-write stores, static and runtime checks."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import nbdist as tf
+from nbdist.ops import training_ops
+
+
+@pytest.fixture(autouse=True)
+def graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def _initialized(sess, *variables):
+    sess.run(tf.variables_initializer(list(variables)))
+
+
+def test_apply_gradient_descent_returns_and_stores_the_new_value():
+    w = tf.Variable(np.array([1.0, 2.0]), name="w")
+    update = training_ops.apply_gradient_descent(w, np.float64(0.5), np.array([2.0, -2.0]))
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        np.testing.assert_array_equal(sess.run(update), [0.0, 3.0])
+        np.testing.assert_array_equal(sess.run(w), [0.0, 3.0])
+
+
+def test_apply_momentum_updates_the_accumulator_slot():
+    w = tf.Variable(np.array([1.0]), name="w")
+    accum = tf.Variable(np.array([0.5]), name="accum")
+    update = training_ops.apply_momentum(w, accum, np.float64(0.1), np.array([1.0]), np.float64(0.9))
+    with tf.Session() as sess:
+        _initialized(sess, w, accum)
+        sess.run(update)
+        np.testing.assert_allclose(sess.run([w, accum]), [[1.0 - 0.1 * 1.45], [1.45]], rtol=1e-12)
+
+
+def test_apply_adam_updates_both_moments():
+    w, m, v = (tf.Variable(np.array([x]), name=n) for x, n in ((1.0, "w"), (0.0, "m"), (0.0, "v")))
+    hyper = [np.float64(x) for x in (0.9, 0.999, 0.1, 0.9, 0.999, 1e-8)]
+    update = training_ops.apply_adam(w, m, v, *hyper, np.array([2.0]))
+    with tf.Session() as sess:
+        _initialized(sess, w, m, v)
+        sess.run(update)
+        w_val, m_val, v_val = sess.run([w, m, v])
+    np.testing.assert_allclose(m_val, [0.2], rtol=1e-12)
+    np.testing.assert_allclose(v_val, [0.004], rtol=1e-12)
+    lr_t = 0.1 * np.sqrt(0.001) / 0.1
+    np.testing.assert_allclose(w_val, 1.0 - lr_t * 0.2 / (np.sqrt(0.004) + 1e-8), rtol=1e-12)
+
+
+def test_apply_op_is_colocated_with_its_variable():
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(np.array([1.0]), name="w")
+    with tf.device("/job:worker/task:0"):
+        update = training_ops.apply_gradient_descent(w, np.float64(0.1), np.array([1.0]))
+    assert update.device == "/job:ps/task:0"
+    assert update.op.colocation_groups() == ["loc:@w"]
+
+
+def test_a_fetched_value_does_not_change_when_the_variable_is_updated():
+    w = tf.Variable(np.array([1.0, 2.0]), name="w")
+    update = training_ops.apply_gradient_descent(w, np.float64(1.0), np.array([1.0, 1.0]))
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        before = sess.run(w)
+        after_first = sess.run(update)
+        sess.run(update)
+    np.testing.assert_array_equal(before, [1.0, 2.0])
+    np.testing.assert_array_equal(after_first, [0.0, 1.0])
+
+
+def test_concurrent_updates_are_not_lost():
+    w = tf.Variable(np.zeros(1000), name="w")
+    update = training_ops.apply_gradient_descent(w, np.float64(1.0), -np.ones(1000))
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        threads = [
+            threading.Thread(target=lambda: [sess.run(update.op) for _ in range(25)]) for _ in range(4)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        np.testing.assert_array_equal(sess.run(w), np.full(1000, 100.0))
+
+
+def test_hyper_parameter_of_another_dtype_is_a_type_error():
+    w = tf.Variable(np.array([1.0]), name="w")
+    with pytest.raises(
+        TypeError, match=r"input 'alpha' .* has dtype float32, but the variable 'w' is float64"
+    ):
+        training_ops.apply_gradient_descent(w, tf.constant(0.1, tf.float32), np.array([1.0]))
+
+
+def test_hyper_parameter_must_be_a_scalar():
+    w = tf.Variable(np.array([1.0]), name="w")
+    with pytest.raises(ValueError, match=r"'alpha' must be a scalar, got .* of shape \(1,\)"):
+        training_ops.apply_gradient_descent(w, np.array([0.1]), np.array([1.0]))
+
+
+def test_gradient_of_another_shape_is_a_value_error():
+    w = tf.Variable(np.array([1.0, 2.0]), name="w")
+    with pytest.raises(
+        ValueError, match=r"'delta' .* has shape \(3,\), but the variable 'w' has shape \(2,\)"
+    ):
+        training_ops.apply_gradient_descent(w, np.float64(0.1), np.ones(3))
+
+
+def test_gradient_of_another_shape_at_run_time_names_the_node():
+    w = tf.Variable(np.array([1.0, 2.0]), name="w")
+    grad = tf.placeholder(tf.float64)
+    update = training_ops.apply_gradient_descent(w, np.float64(0.1), grad, name="step")
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"(?s)delta has shape \[3\], but the variable w has shape \[2\].*\[\[node step",
+        ):
+            sess.run(update, {grad: np.ones(3)})
+
+
+def test_uninitialized_slot_names_the_slot():
+    w = tf.Variable(np.array([1.0]), name="w")
+    accum = tf.Variable(np.array([0.0]), name="accum")
+    update = training_ops.apply_momentum(w, accum, np.float64(0.1), np.array([1.0]), np.float64(0.9))
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value accum"):
+            sess.run(update)
+
+
+def test_the_same_variable_twice_is_refused():
+    w = tf.Variable(np.array([1.0]), name="w")
+    update = training_ops.apply_momentum(w, w, np.float64(0.1), np.array([1.0]), np.float64(0.9))
+    with tf.Session() as sess:
+        _initialized(sess, w)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="got the same variable twice"):
+            sess.run(update)
+
+
+def test_apply_needs_a_variable():
+    with pytest.raises(TypeError, match=r"ApplyGradientDescent updates a tf\.Variable, got"):
+        training_ops.apply_gradient_descent(tf.constant([1.0]), 0.1, [1.0])
+
+
+def test_apply_ops_have_no_gradient():
+    w = tf.Variable(np.array([1.0]), name="w")
+    update = training_ops.apply_gradient_descent(w, np.float64(0.1), np.array([1.0]))
+    x = tf.constant(np.array([2.0]))
+    assert tf.gradients(update * x, [x])[0] is not None
+    assert tf.gradients(update * x, [w])[0] is None
