@@ -21,13 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np  # noqa: I001
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 REPO = str(Path(__file__).resolve().parent.parent)
-ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           TF_CPP_MIN_LOG_LEVEL="3")
+ENV = dict(
+    os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), TF_CPP_MIN_LOG_LEVEL="3"
+)
 ENV.pop("NBDIST_CLUSTER_KEY", None)
 MB64 = 64 * 2**20
 
@@ -101,8 +102,13 @@ def floors(n):
     import zmq
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", _ECHO % (port, MB64)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ECHO % (port, MB64)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     try:
         wait_line(proc, "ready")
         sock = zmq.Context.instance().socket(zmq.REQ)
@@ -131,9 +137,26 @@ def floors(n):
 def nbdist_cluster(n_tasks):
     cluster = {"local": [f"localhost:{free_port()}" for _ in range(n_tasks)]}
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-m", "nbdist.server", "--cluster", json.dumps(cluster),
-                               "--job", "local", "--task", str(i)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=ENV) for i in range(n_tasks)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nbdist.server",
+                "--cluster",
+                json.dumps(cluster),
+                "--job",
+                "local",
+                "--task",
+                str(i),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for i in range(n_tasks)
+    ]
     return cluster, procs, t0
 
 
@@ -187,9 +210,16 @@ def bench_tf(n):
     tf1 = real_tf.compat.v1
     cluster = {"local": [f"localhost:{free_port()}" for _ in range(2)]}
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", _TF_SERVER, json.dumps(cluster), str(i)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-             for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _TF_SERVER, json.dumps(cluster), str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for i in range(2)
+    ]
     try:
         for p in procs:
             wait_line(p, "ready", 120)
@@ -202,9 +232,12 @@ def bench_tf(n):
                 big = tf1.Variable(tf1.zeros([MB64 // 4]), name="big")
             sess = tf1.Session(f"grpc://{cluster['local'][0]}", graph=g)
             sess.run(local_c)
-            out = {"ready_s": time.perf_counter() - t0, "idle_rss_mib": peak_rss_mib(procs[1].pid),
-                   "step_1hop_s": timed(lambda: sess.run(local_c), n),
-                   "step_2hop_s": timed(lambda: sess.run(remote_c), n)}
+            out = {
+                "ready_s": time.perf_counter() - t0,
+                "idle_rss_mib": peak_rss_mib(procs[1].pid),
+                "step_1hop_s": timed(lambda: sess.run(local_c), n),
+                "step_2hop_s": timed(lambda: sess.run(remote_c), n),
+            }
             sess.run(big.initializer)
             out["fetch64_s"] = timed(lambda: sess.run(big), max(5, n // 50))
             out["ps64_rss_mib"] = peak_rss_mib(procs[1].pid)
@@ -225,19 +258,44 @@ def main():
     real = None if args.no_tf else bench_tf(n)
     gbps = lambda s: MB64 / s / 1e9  # noqa: E731
     rows = [
-        ("step, trivial op on the master's task (1 hop)", f"{nb['step_1hop_s'] * 1e6:.0f} us",
-         f"{nb['step_1hop_s'] / floor['rtt_s']:.2f}x floor", real and f"{real['step_1hop_s'] * 1e6:.0f} us"),
-        ("step, trivial op on another task (2 hops)", f"{nb['step_2hop_s'] * 1e6:.0f} us",
-         f"{nb['step_2hop_s'] / floor['rtt_s']:.2f}x floor", real and f"{real['step_2hop_s'] * 1e6:.0f} us"),
+        (
+            "step, trivial op on the master's task (1 hop)",
+            f"{nb['step_1hop_s'] * 1e6:.0f} us",
+            f"{nb['step_1hop_s'] / floor['rtt_s']:.2f}x floor",
+            real and f"{real['step_1hop_s'] * 1e6:.0f} us",
+        ),
+        (
+            "step, trivial op on another task (2 hops)",
+            f"{nb['step_2hop_s'] * 1e6:.0f} us",
+            f"{nb['step_2hop_s'] / floor['rtt_s']:.2f}x floor",
+            real and f"{real['step_2hop_s'] * 1e6:.0f} us",
+        ),
         ("floor: raw pyzmq REQ/REP round trip", f"{floor['rtt_s'] * 1e6:.0f} us", "", ""),
-        ("fetch 64 MB float32 variable from another task", f"{gbps(nb['fetch64_s']):.2f} GB/s",
-         f"{floor['fetch64_s'] / nb['fetch64_s']:.0%} of floor", real and f"{gbps(real['fetch64_s']):.2f} GB/s"),
+        (
+            "fetch 64 MB float32 variable from another task",
+            f"{gbps(nb['fetch64_s']):.2f} GB/s",
+            f"{floor['fetch64_s'] / nb['fetch64_s']:.0%} of floor",
+            real and f"{gbps(real['fetch64_s']):.2f} GB/s",
+        ),
         ("floor: raw pyzmq zero-copy 64 MB reply", f"{gbps(floor['fetch64_s']):.2f} GB/s", "", ""),
-        ("2-task cluster ready (spawn -> first step answered)", f"{nb['ready_s']:.2f} s", "",
-         real and f"{real['ready_s']:.2f} s"),
-        ("peak RSS, idle server process", f"{nb['idle_rss_mib']:.0f} MiB", "", real and f"{real['idle_rss_mib']:.0f} MiB"),
-        ("peak RSS, ps holding a 64 MB variable", f"{nb['ps64_rss_mib']:.0f} MiB", "",
-         real and f"{real['ps64_rss_mib']:.0f} MiB"),
+        (
+            "2-task cluster ready (spawn -> first step answered)",
+            f"{nb['ready_s']:.2f} s",
+            "",
+            real and f"{real['ready_s']:.2f} s",
+        ),
+        (
+            "peak RSS, idle server process",
+            f"{nb['idle_rss_mib']:.0f} MiB",
+            "",
+            real and f"{real['idle_rss_mib']:.0f} MiB",
+        ),
+        (
+            "peak RSS, ps holding a 64 MB variable",
+            f"{nb['ps64_rss_mib']:.0f} MiB",
+            "",
+            real and f"{real['ps64_rss_mib']:.0f} MiB",
+        ),
     ]
     print(f"| measure | nbdist | vs floor | real TF {'' if real else '(not installed)'} |")
     print("|---|---|---|---|")
@@ -245,10 +303,12 @@ def main():
         print(f"| {name} | {value} | {ratio} | {tfv or ''} |")
     if real:
         print()
-        print(f"nbdist vs TF: step (2 hops) {real['step_2hop_s'] / nb['step_2hop_s']:.1f}x faster, "
-              f"fetch {real['fetch64_s'] / nb['fetch64_s']:.1f}x the throughput, "
-              f"ready {real['ready_s'] / nb['ready_s']:.1f}x faster, "
-              f"idle memory {nb['idle_rss_mib'] / real['idle_rss_mib']:.2f} of TF's")
+        print(
+            f"nbdist vs TF: step (2 hops) {real['step_2hop_s'] / nb['step_2hop_s']:.1f}x faster, "
+            f"fetch {real['fetch64_s'] / nb['fetch64_s']:.1f}x the throughput, "
+            f"ready {real['ready_s'] / nb['ready_s']:.1f}x faster, "
+            f"idle memory {nb['idle_rss_mib'] / real['idle_rss_mib']:.2f} of TF's"
+        )
 
 
 if __name__ == "__main__":

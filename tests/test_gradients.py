@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from gradcheck import check_gradients
 
 import nbdist as tf
+from gradcheck import check_gradients
 from nbdist.ops import math_ops, reduction_ops, registry
 
 _RNG = np.random.default_rng(1234)

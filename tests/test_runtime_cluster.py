@@ -90,7 +90,7 @@ def test_seed_ps_worker_model_trains_and_a_second_client_reads_the_ps(ps_worker)
 
 
 def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(ps_worker):
-    loss, train_op, _ = _seed_model()
+    _, train_op, _ = _seed_model()
     with tf.Session(ps_worker.target("worker", 0)) as sess:
         sess.run(tf.global_variables_initializer())
         sess.run(train_op)
@@ -104,18 +104,20 @@ def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(ps_worker):
 def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(ps_worker):
     with tf.device("/job:ps/task:3"):
         v = tf.Variable(1.0, name="far_away")
-    with tf.Session(ps_worker.target("worker", 0)) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"):
-            sess.run(v.initializer)
+    with tf.Session(ps_worker.target("worker", 0)) as sess, pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"
+    ):
+        sess.run(v.initializer)
 
 
 def test_remote_kernel_error_has_tf_class_node_and_task(two_tasks):
     with tf.device("/job:local/task:1"):
         v = tf.Variable([1.0, 2.0], name="never_initialized")
         y = v * 2.0
-    with tf.Session(two_tasks.target("local", 0)) as sess:
-        with pytest.raises(tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"):
-            sess.run(y)
+    with tf.Session(two_tasks.target("local", 0)) as sess, pytest.raises(
+        tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"
+    ):
+        sess.run(y)
 
 
 def test_uninitialized_error_then_the_session_still_works(two_tasks):
@@ -169,7 +171,10 @@ def test_step_timeout_names_the_recv_keys_still_awaited(two_tasks):
         assert sess.run(out) == 3.0
         two_tasks.kill("local", 1, signal.SIGSTOP)  # alive but silent: the hang TF never explained
         try:
-            with pytest.raises(tf.errors.DeadlineExceededError, match=r"still waiting for 1 tensor.*/job:local/replica:0/task:1 \(tensor Mul:0\)"):
+            with pytest.raises(
+                tf.errors.DeadlineExceededError,
+                match=r"still waiting for 1 tensor.*/job:local/replica:0/task:1 \(tensor Mul:0\)",
+            ):
                 sess.run(out, options=tf.RunOptions(timeout_in_ms=1000))
         finally:
             two_tasks.kill("local", 1, signal.SIGCONT)
@@ -179,9 +184,11 @@ def test_device_filters_exclude_other_tasks(two_tasks):
     with tf.device("/job:local/task:1"):
         y = tf.constant(1.0) + 1.0
     config = tf.ConfigProto(device_filters=["/job:local/task:0"])
-    with tf.Session(two_tasks.target("local", 0), config=config) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match="device_filters"):
-            sess.run(y)
+    with (
+        tf.Session(two_tasks.target("local", 0), config=config) as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match="device_filters"),
+    ):
+        sess.run(y)
 
 
 def test_log_device_placement_prints_once_per_partitioning(two_tasks, capsys):

@@ -30,7 +30,16 @@ from nbdist.graph.graph import get_default_graph
 class OpDef:
     """Everything nbdist knows about one op type."""
 
-    __slots__ = ("type", "shape_fn", "kernel", "grad_fn", "ref_inputs", "stateful", "no_gradient")
+    __slots__ = (
+        "type",
+        "shape_fn",
+        "kernel",
+        "grad_fn",
+        "ref_inputs",
+        "stateful",
+        "no_gradient",
+        "blocking",
+    )
 
     def __init__(self, op_type):
         self.type = op_type
@@ -40,6 +49,7 @@ class OpDef:
         self.ref_inputs = ()
         self.stateful = False
         self.no_gradient = False
+        self.blocking = False
 
 
 _REGISTRY = {}
@@ -53,7 +63,7 @@ def op_def(op_type):
     return d
 
 
-def declare(op_type, *, ref_inputs=(), stateful=False):
+def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False):
     """Declares properties of an op type.
 
     Args:
@@ -61,10 +71,14 @@ def declare(op_type, *, ref_inputs=(), stateful=False):
             from ``ctx.resources``) instead of its value, as TF's ref-typed inputs.
         stateful: the op has side effects or randomness; it is never pruned as
             constant and never deduplicated.
+        blocking: the kernel may wait for something outside the step (a queue, an
+            accumulator, a tensor from another task); a server never runs such a
+            partition on its I/O thread.
     """
     d = op_def(op_type)
     d.ref_inputs = tuple(ref_inputs)
     d.stateful = stateful
+    d.blocking = blocking
     return d
 
 

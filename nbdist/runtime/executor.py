@@ -46,7 +46,7 @@ class StepContext:
 
 
 class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "index")
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "index", "frees")
 
     def __init__(self, node, kernel, inputs, out, n_out, is_recv, index):
         self.node = node
@@ -56,6 +56,7 @@ class _Step:
         self.n_out = n_out
         self.is_recv = is_recv
         self.index = index
+        self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
 
 
 def _split_input(name):
@@ -124,7 +125,17 @@ class ExecutionPlan:
         self._n_slots = n_slots
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
-        self._dependents = None
+        last_use = {}
+        for step in self._steps:
+            for i in step.inputs:
+                if i >= 0:
+                    last_use[i] = step
+        kept = set(self._fetch_slots)
+        for slot, step in last_use.items():
+            if slot not in kept:
+                step.frees += (slot,)
+        self.may_block = any(registry._REGISTRY[n.op].blocking for n in order)
+        self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def run(self, ctx, feed_values=()):
         """Executes the plan; returns the fetched values in order.
@@ -133,8 +144,11 @@ class ExecutionPlan:
             ctx: the `StepContext`.
             feed_values: one value per feed name, in `feeds` order.
         """
+        start = time.perf_counter()
         with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
-            return self._run(ctx, feed_values)
+            values = self._run(ctx, feed_values)
+        self.last_run_s = time.perf_counter() - start
+        return values
 
     def _run(self, ctx, feed_values):
         vals = [_MISSING] * self._n_slots
@@ -151,6 +165,11 @@ class ExecutionPlan:
                 deferred.append(step)
                 continue
             self._execute(step, ctx, vals, trace)
+            if deferred is None:
+                # Drop intermediates after their last consumer, so a step's memory is its live
+                # set. Only before any deferral: then every consumer has run in static order.
+                for slot in step.frees:
+                    vals[slot] = None
         while deferred:
             deferred = self._run_deferred(deferred, ctx, vals, trace)
         return [vals[s] for s in self._fetch_slots]

@@ -2,20 +2,20 @@
 
 Per session it keeps the client's graph (`CreateSession`, then `ExtendSession` with
 only the new nodes). Per distinct (graph version, feeds, fetches, targets) it prunes,
-places, partitions and registers each partition with its worker once; every step
-after that costs one `RunGraph` per involved task, sent concurrently, plus one
-message per cross-task tensor (pushed worker to worker). When a partition fails,
-the others are aborted at once and the root cause is raised.
+places, partitions and registers each partition with its worker once (on the
+server's pool: it may take a while). Every step after that is driven by the server's
+I/O thread without any thread waiting: one `RunGraph` per involved task is sent at
+once on the I/O thread's own channels, the local partition runs inline when it is
+quick and cannot block (else on the pool), replies complete the step, and a timer
+bounds it. When a partition fails, the others are aborted and the error is returned.
+Tensors between partitions go worker to worker (one message per cross-task tensor).
 """
 
-import contextlib
+import functools
 import itertools
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-
-import zmq
 
 from nbdist import errors
 from nbdist.graph.graph_def import nodes_from_graph_def
@@ -23,8 +23,11 @@ from nbdist.ops import registry
 from nbdist.runtime import placer, transport, wire
 from nbdist.runtime.executor import prune_and_sort
 from nbdist.runtime.partition import partition
+from nbdist.runtime.serving import DEFERRED
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
+# Partitions get a grace second to report their own, more precise timeout (which _Recv
+# keys they still wait for) before the master gives up on them.
 _TIMEOUT_GRACE_S = 1.0
 
 
@@ -54,6 +57,15 @@ class _MasterSession:
             self.nodes.extend(new)
 
 
+def _signature(session, msg):
+    return (
+        len(session.nodes),
+        tuple(msg.get("feeds", {})),
+        tuple(msg.get("fetches", ())),
+        tuple(msg.get("targets", ())),
+    )
+
+
 class _StepPlan:
     """A placed, partitioned, registered step signature."""
 
@@ -81,10 +93,12 @@ class MasterService:
         self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
         self.local_worker = local_worker
         self.key = key
+        self.loop = None  # the server's ServingLoop, set when it starts
         self._sessions = {}
         self._handles = itertools.count(1)
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "big") << 16)
-        self._local_pool = ThreadPoolExecutor(8, thread_name_prefix="nbdist-local-partition")
+        self._io_channels = {}  # task -> Channel owned by the I/O thread
+        self._inflight = {}  # (task, request id) -> _Step
         self.steps_run = 0
 
     def address_of(self, task_device):
@@ -116,57 +130,34 @@ class MasterService:
                 "create a new tf.Session",
             ) from None
 
-    # -- RunStep ------------------------------------------------------------------------------------
-    def run_step(self, handle, feeds, fetches, targets, timeout_s=None, trace=False):
-        """Runs one step; returns ``(fetch values, metadata dict)``."""
-        session = self._session(handle)
-        timeout_s = timeout_s or DEFAULT_STEP_TIMEOUT_S
-        start = time.time()
-        calls = []
-        plan, new = self._plan(session, list(feeds), list(fetches), list(targets), calls)
-        step_id = next(self._step_ids)
-        results = self._run_partitions(plan, step_id, feeds, timeout_s, trace, calls)
-        values = {}
-        for task, (vals, _) in results.items():
-            values.update(zip(plan.parts[task].fetches, vals))
-        plan.runs += 1
-        self.steps_run += 1
-        meta = {"step_id": step_id, "new_partitioning": new, "master": self.task_device}
-        if trace:
-            calls.insert(
-                0,
-                {
-                    "service": "master",
-                    "method": "RunStep",
-                    "task": self.task_device,
-                    "start_s": start,
-                    "end_s": time.time(),
-                    "step_id": step_id,
-                },
-            )
-            meta["service_calls"] = calls
-            meta["step_stats"] = [stats for _, stats in results.values() if stats]
-            meta["partition_graphs"] = {t: p.graph_def() for t, p in plan.parts.items()}
-        if new or trace:
-            meta["placement"] = plan.placement
-        return [values[f] for f in fetches], meta
+    # -- RunStep (I/O thread) ----------------------------------------------------------------------
+    def run_step(self, msg, responder):
+        """Starts one step; the reply goes through `responder`. Runs on the I/O thread."""
+        session = self._session(msg["handle"])
+        plan = session.steps.get(_signature(session, msg))
+        if plan is None:
+            self.loop.submit(self._plan_then_start, session, msg, responder)
+        else:
+            calls = [_event("master", "PartitionCache", self.task_device, hit=True)]
+            _Step(self, plan, msg, responder, calls, new=False).start()
+        return DEFERRED
 
-    def _plan(self, session, feeds, fetches, targets, calls):
-        signature = (len(session.nodes), tuple(feeds), tuple(fetches), tuple(targets))
+    def _plan_then_start(self, session, msg, responder):
+        calls = []
+        try:
+            plan = self._plan(session, msg, calls)
+        except Exception as e:  # noqa: BLE001 - becomes the step's error reply
+            responder.fail(e)
+            return
+        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, new=True).start())
+
+    # -- planning (pool) --------------------------------------------------------------------------------
+    def _plan(self, session, msg, calls):
+        feeds, fetches, targets = list(msg.get("feeds", {})), list(msg["fetches"]), list(msg["targets"])
         with session.lock:
-            plan = session.steps.get(signature)
-            if plan is not None:
-                calls.append(
-                    {
-                        "service": "master",
-                        "method": "PartitionCache",
-                        "task": self.task_device,
-                        "start_s": time.time(),
-                        "end_s": time.time(),
-                        "hit": True,
-                    }
-                )
-                return plan, False
+            signature = _signature(session, msg)
+            if signature in session.steps:
+                return session.steps[signature]
             by_name = session.by_name
             for name in [*feeds, *fetches]:
                 op = name.rpartition(":")[0]
@@ -174,8 +165,7 @@ class MasterService:
                     raise errors.InvalidArgumentError(
                         op, None, f"tensor {name!r} is not in the session's graph"
                     )
-            nodes = prune_and_sort(by_name, set(feeds), fetches, targets)
-            nodes = _with_ref_sources(nodes, by_name)
+            nodes = _with_ref_sources(prune_and_sort(by_name, set(feeds), fetches, targets), by_name)
             to_place = nodes + [by_name[f.rpartition(":")[0]] for f in feeds]
             filters = session.config.get("device_filters", [])
             placement = placer.place(to_place, by_name, self.cluster, self.job_name, self.task_index, filters)
@@ -184,163 +174,223 @@ class MasterService:
             for task, part in parts.items():
                 t0 = time.time()
                 handles[task] = self._register(task, part)
-                calls.append(
-                    {
-                        "service": "worker",
-                        "method": "RegisterGraph",
-                        "task": task,
-                        "start_s": t0,
-                        "end_s": time.time(),
-                        "nodes": len(part.nodes),
-                    }
-                )
+                calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
-            return plan, True
+            return plan
 
     def _register(self, task, part):
         args = (part.graph_def(), part.feeds, part.fetches, part.targets)
         if task == self.task_device:
             return self.local_worker.register_graph(*args)
         channel = transport.channel_to(self.address_of(task), task, self.key)
-        body = dict(zip(("graph_def", "feeds", "fetches", "targets"), args))
+        body = dict(zip(("graph_def", "feeds", "fetches", "targets"), args, strict=True))
         return channel.call("RegisterGraph", body, timeout_s=60.0)["handle"]
 
-    def _run_partitions(self, plan, step_id, feeds, timeout_s, trace, calls):
-        """One concurrent `RunGraph` per task; aborts the rest as soon as one fails."""
-        # A grace period lets partitions report their own, more precise timeout first
-        # (which _Recv keys they still wait for) before the master gives up on them.
-        deadline = time.monotonic() + timeout_s + _TIMEOUT_GRACE_S
-        pending, results = {}, {}
-        for task, part in plan.parts.items():
-            if task == self.task_device:
-                continue
-            channel = transport.channel_to(self.address_of(task), task, self.key)
-            body = {
-                "handle": plan.handles[task],
-                "step_id": step_id,
-                "feeds": [feeds[f] for f in part.feeds],
-                "timeout_s": timeout_s,
-                "trace": bool(trace),
-            }
-            pending[task] = (channel, channel.send("RunGraph", body), time.time())
-        local = None
-        if self.task_device in plan.parts:
-            part = plan.parts[self.task_device]
-            args = (plan.handles[self.task_device], step_id, [feeds[f] for f in part.feeds], timeout_s, trace)
-            t0 = time.time()
-            if not pending:  # only this task: run inline, no thread hand-off
-                results[self.task_device] = self.local_worker.run_graph(*args)
-                calls.append(_call(self.task_device, t0, step_id, local=True))
-                return results
-            local = _LocalRun(self._local_pool, self.local_worker.run_graph, args, t0)
-        try:
-            _gather(pending, local, results, calls, deadline, step_id, self.task_device)
-        except errors.OpError as e:
-            self._abort(plan, step_id, e, pending)
-            raise _root_cause(e, local) from None
-        finally:
-            if local is not None:
-                local.close()
-        return results
+    # -- the I/O thread's channels to other workers --------------------------------------------------------
+    def close_io_channels(self):
+        """Closes the I/O thread's channels (runs on the I/O thread as the server stops)."""
+        for channel in self._io_channels.values():
+            channel.close()
+        self._io_channels.clear()
 
-    def _abort(self, plan, step_id, error, pending):
-        message = f"step {step_id} aborted because another task failed: {type(error).__name__}"
-        self.local_worker.abort_step(step_id, message)
-        for task in plan.parts:
-            if task == self.task_device:
-                continue
+    def io_channel(self, task):
+        channel = self._io_channels.get(task)
+        if channel is None:
+            channel = transport.Channel(self.address_of(task), task, self.key)
+            self._io_channels[task] = channel
+            self.loop.watch(channel.socket, lambda: self._on_reply(task, channel))
+            self.loop.watch(channel.monitor, lambda: self._on_connection_event(task, channel))
+        return channel
+
+    def _on_reply(self, task, channel):
+        while channel.socket.poll(0):
+            frames = channel.socket.recv_multipart(copy=False)
             try:
-                channel = transport.channel_to(self.address_of(task), task, self.key)
-                channel.send("AbortStep", {"step_id": step_id, "message": message})
-            except Exception:  # noqa: BLE001, S112 - best effort: the task may be the one that is down
-                continue
-            if task in pending:
-                transport.drop_channel(self.address_of(task), self.key)
+                msg = wire.decode(frames, self.key)
+            except wire.WireError:
+                continue  # not from a worker of this cluster: nothing is waiting for it
+            step = self._inflight.pop((task, msg.get("id")), None)
+            if step is not None:
+                step.on_reply(task, msg)
+
+    def _on_connection_event(self, task, channel):
+        channel.poll_events()
+        if not channel.connected and channel.disconnected_at is not None:
+            self._fail_task(task, channel.unavailable(0.0, "the connection was lost"))
+
+    def check_connected(self, task, since):
+        channel = self._io_channels[task]
+        channel.poll_events()
+        if not channel.connected:
+            self._fail_task(task, channel.unavailable(time.monotonic() - since, "no connection"))
+
+    def _fail_task(self, task, error):
+        for key in [k for k in self._inflight if k[0] == task]:
+            step = self._inflight.pop(key, None)
+            if step is not None:
+                step.fail(error)
+
+    def abort_step(self, step, message):
+        self.local_worker.abort_step(step.step_id, message)
+        for task in step.plan.parts:
+            if task != self.task_device:
+                self.io_channel(task).send("AbortStep", {"step_id": step.step_id, "message": message})
 
     def status(self):
         return {"sessions": len(self._sessions), "steps_run": self.steps_run}
 
 
-class _LocalRun:
-    """The local partition running on a pool thread; its end wakes a zmq poller via a pipe."""
+class _Step:
+    """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, pool, fn, args, t0):
-        self.t0 = t0
-        self._read_fd, self._write_fd = os.pipe()
-        self.future = pool.submit(fn, *args)
-        self.future.add_done_callback(lambda _: os.write(self._write_fd, b"x"))
+    def __init__(self, master, plan, msg, responder, calls, new):
+        self.master = master
+        self.plan = plan
+        self.feeds = msg.get("feeds", {})
+        self.fetches = msg["fetches"]
+        self.trace = bool(msg.get("trace"))
+        self.timeout_s = msg.get("timeout_s") or DEFAULT_STEP_TIMEOUT_S
+        self.responder = responder
+        self.calls = calls
+        self.new = new
+        self.step_id = next(master._step_ids)
+        self.start_s = time.time()
+        self.results = {}
+        self.waiting = set(plan.parts)
+        self.requests = {}
+        self.done = False
+        self.timer = None
 
-    @property
-    def fd(self):
-        return self._read_fd
-
-    def close(self):
-        if not self.future.done():
-            with contextlib.suppress(Exception):  # already reported through the root cause
-                self.future.result(timeout=5)
-        os.close(self._read_fd)
-        os.close(self._write_fd)
-
-
-def _gather(pending, local, results, calls, deadline, step_id, local_task):
-    """Collects every RunGraph reply (and the local run); raises the first failure."""
-    waiting = dict(pending)
-    started = time.monotonic()
-    while waiting or (local is not None and local_task not in results):
-        poller = zmq.Poller()
-        for channel, _, _ in waiting.values():
-            channel.check_alive(started, transport.CONNECT_TIMEOUT_S)
-            poller.register(channel.socket, zmq.POLLIN)
-        if local is not None and local_task not in results:
-            poller.register(local.fd, zmq.POLLIN)
-        now = time.monotonic()
-        if now >= deadline:
-            raise errors.DeadlineExceededError(
-                None,
-                None,
-                f"step {step_id} timed out after {now - started:.1f} s waiting for RunGraph of "
-                f"{sorted(waiting) + ([local_task] if local and local_task not in results else [])}",
-            )
-        ready = dict(poller.poll(min(100, max(1, int((deadline - now) * 1000)))))
-        if local is not None and local.fd in ready:
-            os.read(local.fd, 1)
-            results[local_task] = local.future.result()
-            calls.append(_call(local_task, local.t0, step_id, local=True))
-        for task, (channel, request_id, t0) in list(waiting.items()):
-            if channel.socket not in ready:
+    def start(self):
+        m, plan = self.master, self.plan
+        for task, part in plan.parts.items():
+            if task == m.task_device:
                 continue
-            msg = wire.decode(channel.socket.recv_multipart(copy=False), channel.key)
-            if msg.get("id") != request_id:
-                continue
-            if msg["type"] == "Error":
+            channel = m.io_channel(task)
+            channel.poll_events()
+            if channel.disconnected_at is not None and not channel.connected:
+                self.fail(
+                    channel.unavailable(time.monotonic() - channel.disconnected_at, "the connection was lost")
+                )
+                return
+            body = {
+                "handle": plan.handles[task],
+                "step_id": self.step_id,
+                "timeout_s": self.timeout_s,
+                "feeds": [self.feeds[f] for f in part.feeds],
+                "trace": self.trace,
+            }
+            request_id = channel.send("RunGraph", body)
+            m._inflight[(task, request_id)] = self
+            self.requests[task] = (request_id, time.time())
+            if not channel.connected:
+                check = functools.partial(m.check_connected, task, time.monotonic())
+                m.loop.call_later(transport.CONNECT_TIMEOUT_S, check)
+        self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
+        if m.task_device in plan.parts:
+            self._run_local()
+
+    def _run_local(self):
+        m, task = self.master, self.master.task_device
+        part = self.plan.parts[task]
+        args = (
+            self.plan.handles[task],
+            self.step_id,
+            [self.feeds[f] for f in part.feeds],
+            self.timeout_s,
+            self.trace,
+        )
+        t0 = time.time()
+        if m.local_worker.runs_quickly(args[0]):
+            try:
+                result = m.local_worker.run_graph(*args)
+            except Exception as e:  # noqa: BLE001 - the step's error
+                self.fail(e)
+                return
+            self._task_done(task, result, t0, in_process=True)
+            return
+        future = m.loop.submit(m.local_worker.run_graph, *args)
+        future.add_done_callback(lambda f: m.loop.post(lambda: self._local_finished(f, t0)))
+
+    def _local_finished(self, future, t0):
+        error = future.exception()
+        if error is not None:
+            self.fail(error)
+        else:
+            self._task_done(self.master.task_device, future.result(), t0, in_process=True)
+
+    def on_reply(self, task, msg):
+        if msg["type"] == "Error":
+            try:
                 wire.raise_error(msg)
-            results[task] = (msg["fetches"], msg.get("stats"))
-            calls.append(_call(task, t0, step_id))
-            del waiting[task]
+            except errors.OpError as e:
+                self.fail(e)
+            return
+        self._task_done(task, (msg["fetches"], msg.get("stats")), self.requests[task][1])
+
+    def _task_done(self, task, result, t0, in_process=False):
+        if self.done:
+            return
+        self.results[task] = result
+        self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, in_process=in_process))
+        self.waiting.discard(task)
+        if not self.waiting:
+            self._finish()
+
+    def _finish(self):
+        self.done = True
+        self.master.loop.cancel(self.timer)
+        m, plan = self.master, self.plan
+        values = {}
+        for task, (vals, _) in self.results.items():
+            values.update(zip(plan.parts[task].fetches, vals, strict=True))
+        plan.runs += 1
+        m.steps_run += 1
+        meta = {"step_id": self.step_id, "new_partitioning": self.new, "master": m.task_device}
+        if self.trace:
+            self.calls.insert(
+                0, _event("master", "RunStep", m.task_device, self.start_s, step_id=self.step_id)
+            )
+            meta["service_calls"] = self.calls
+            meta["step_stats"] = [stats for _, stats in self.results.values() if stats]
+            meta["partition_graphs"] = {t: p.graph_def() for t, p in plan.parts.items()}
+        if self.new or self.trace:
+            meta["placement"] = plan.placement
+        self.responder.reply("RunStepResponse", {"fetches": [values[f] for f in self.fetches], "meta": meta})
+
+    def fail(self, error):
+        if self.done:
+            return
+        self.done = True
+        m = self.master
+        if self.timer is not None:
+            m.loop.cancel(self.timer)
+        for task, (request_id, _) in self.requests.items():
+            m._inflight.pop((task, request_id), None)
+        m.abort_step(self, f"step {self.step_id} aborted because another task failed: {type(error).__name__}")
+        self.responder.fail(error)
+
+    def _on_timeout(self):
+        waiting = sorted(self.waiting)
+        self.fail(
+            errors.DeadlineExceededError(
+                None,
+                None,
+                f"step {self.step_id} timed out after {self.timeout_s:.1f} s waiting for RunGraph "
+                f"of {waiting}",
+            )
+        )
 
 
-def _root_cause(error, local):
-    """Prefers a real failure over the CancelledError it caused elsewhere."""
-    if isinstance(error, errors.CancelledError) and local is not None:
-        try:
-            local.future.result(timeout=5)
-        except errors.OpError as e:
-            if not isinstance(e, errors.CancelledError):
-                return e
-        except Exception:  # noqa: BLE001, S110
-            pass
-    return error
-
-
-def _call(task, t0, step_id, local=False):
+def _event(service, method, task, start_s=None, **extra):
+    now = time.time()
     return {
-        "service": "worker",
-        "method": "RunGraph",
+        "service": service,
+        "method": method,
         "task": task,
-        "start_s": t0,
-        "end_s": time.time(),
-        "step_id": step_id,
-        "in_process": local,
+        "start_s": start_s or now,
+        "end_s": now,
+        **extra,
     }
 
 

@@ -18,7 +18,7 @@ from nbdist.ops import registry
 registry.declare("_Send", stateful=True)
 registry.shape("_Send")(lambda inputs, attrs: [])
 registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node, value))
-registry.declare("_Recv", stateful=True)
+registry.declare("_Recv", stateful=True, blocking=True)
 registry.shape("_Recv")(lambda inputs, attrs: [(attrs["tensor_type"], attrs["tensor_shape"])])
 registry.kernel("_Recv")(lambda ctx, node: ctx.rendezvous.take(ctx, node))
 registry.shape("_ControlTrigger")(lambda inputs, attrs: [(_dtypes.float32, TensorShape([0]))])

@@ -11,9 +11,10 @@ import os
 import socket
 import threading
 
-from nbdist.runtime import transport, wire
+from nbdist.runtime import wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.master import MasterService
+from nbdist.runtime.serving import ServingLoop
 from nbdist.runtime.worker import WorkerService
 
 
@@ -146,14 +147,18 @@ class Server:
         """Binds the socket and starts serving (no-op when already started)."""
         if self._loop is not None:
             return
-        self._loop = transport.ServingLoop(
-            self.address,
-            self._handle,
-            self._key,
-            inline=("SendTensor", "Ping", "Status", "AbortStep"),
-            task=self.task_device,
+        self._loop = ServingLoop(
+            self.address, self._handle, self._key, inline=self._runs_inline, task=self.task_device
         )
+        self.master.loop = self._loop
+        self._loop.at_exit(self.master.close_io_channels)
         self._stopped.clear()
+
+    def _runs_inline(self, msg):
+        kind = msg["type"]
+        if kind in _INLINE:
+            return True
+        return kind == "RunGraph" and self.worker.runs_quickly(msg.get("handle"))
 
     def join(self, timeout_s=None):
         """Blocks until the server is stopped (as TF's `join`, which never returns on its own)."""
@@ -177,11 +182,18 @@ class Server:
         return f"<nbdist.Server {self.task_device} at {self.address} ({state})>"
 
     # -- request dispatch -------------------------------------------------------------------------
-    def _handle(self, msg):
+    def _handle(self, msg, responder):
+        if msg["type"] in _DEFERRED_HANDLERS:
+            handler = _DEFERRED_HANDLERS[msg["type"]]
+            try:
+                return handler(self, msg, responder)
+            except KeyError as e:
+                raise wire.WireError(f"{msg['type']} request is missing field {e}") from None
         handler = _HANDLERS.get(msg["type"])
         if handler is None:
             raise wire.WireError(
-                f"unknown request type {msg['type']!r}; this server handles {sorted(_HANDLERS)}",
+                f"unknown request type {msg['type']!r}; this server handles "
+                f"{sorted([*_HANDLERS, *_DEFERRED_HANDLERS])}",
                 request_id=msg.get("id", 0),
             )
         try:
@@ -209,18 +221,6 @@ def _create_session(server, msg):
 def _extend_session(server, msg):
     server.master.extend_session(msg["handle"], msg["graph_def"], msg["version"])
     return "ExtendSessionResponse", {}
-
-
-def _run_step(server, msg):
-    values, meta = server.master.run_step(
-        msg["handle"],
-        msg.get("feeds", {}),
-        msg.get("fetches", []),
-        msg.get("targets", []),
-        msg.get("timeout_s"),
-        msg.get("trace", False),
-    )
-    return "RunStepResponse", {"fetches": values, "meta": meta}
 
 
 def _close_session(server, msg):
@@ -255,10 +255,13 @@ def _reset(server, msg):
     return "ResetResponse", {}
 
 
+# Never block: handled on the I/O thread (RunStep only starts a step; planning goes to the pool).
+_INLINE = {"SendTensor", "Ping", "Status", "AbortStep", "RunStep"}
+# Handlers that answer later through the request's Responder.
+_DEFERRED_HANDLERS = {"RunStep": lambda server, msg, responder: server.master.run_step(msg, responder)}
 _HANDLERS = {
     "CreateSession": _create_session,
     "ExtendSession": _extend_session,
-    "RunStep": _run_step,
     "CloseSession": _close_session,
     "RegisterGraph": _register_graph,
     "RunGraph": _run_graph,
@@ -277,7 +280,7 @@ def register_handler(msg_type, handler):
     Handlers run on the server's thread pool, so they may block. Used by services built
     on top of the runtime (e.g. the notebook's per-task code execution).
     """
-    if msg_type in _HANDLERS:
+    if msg_type in _HANDLERS or msg_type in _DEFERRED_HANDLERS:
         raise ValueError(f"a handler for {msg_type!r} is already registered")
     _HANDLERS[msg_type] = handler
 

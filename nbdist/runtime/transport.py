@@ -1,21 +1,16 @@
-"""ZeroMQ plumbing: client channels to peers and the serving loop of a server.
+"""ZeroMQ client plumbing: a `Channel` is one DEALER connected to a peer.
 
-- `Channel`: one DEALER connected to a peer, owned by one thread (zmq sockets are not
-  thread-safe; `channel_to()` keeps one per thread and address). `call()` sends a
-  request and waits for its reply with a bound; a socket monitor tells when the peer
-  is (dis)connected, so a dead task is reported as `UnavailableError` (job, index,
-  address, time waited) instead of a silent wait.
-- `ServingLoop`: the server's ROUTER socket. One I/O thread receives requests and
-  hands them to a thread pool (so an op that blocks never stalls the server); handler
-  threads send replies back through an inproc PUSH/PULL pair that the I/O thread
-  forwards. Cheap messages (tensors pushed by peers, pings) are handled inline.
+A channel is owned by one thread (zmq sockets are not thread-safe; `channel_to()` keeps
+one per thread and address). `call()` sends a request and waits for its reply with a
+bound; a socket monitor tells when the peer is (dis)connected, so a dead task is
+reported as `UnavailableError` (job, index, address, time waited) instead of a silent
+wait. The serving side is `nbdist.runtime.serving`.
 """
 
 import contextlib
 import itertools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import zmq
 from zmq.utils.monitor import parse_monitor_message
@@ -62,7 +57,7 @@ class Channel:
         self.socket = context().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.IPV6, 1)
-        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         self.connected = False
         self.disconnected_at = None
         self.created_at = time.monotonic()
@@ -73,7 +68,7 @@ class Channel:
             return
         with contextlib.suppress(zmq.ZMQError):
             self.socket.disable_monitor()
-        self._monitor.close(linger=0)
+        self.monitor.close(linger=0)
         self.socket.close(linger=0)
 
     def __del__(self):  # a thread's channels die with the thread: close their sockets
@@ -82,8 +77,8 @@ class Channel:
 
     def poll_events(self):
         """Drains connection events; updates `connected`."""
-        while self._monitor.poll(0):
-            event = parse_monitor_message(self._monitor.recv_multipart())["event"]
+        while self.monitor.poll(0):
+            event = parse_monitor_message(self.monitor.recv_multipart())["event"]
             if event == zmq.EVENT_CONNECTED:
                 self.connected, self.disconnected_at = True, None
             elif event == zmq.EVENT_DISCONNECTED:
@@ -166,132 +161,3 @@ def drop_channel(address, key=None):
     ch = cache.pop((address, key), None)
     if ch is not None:
         ch.close()
-
-
-class ServingLoop:
-    """The ROUTER socket of one server plus its I/O thread and handler pool.
-
-    Args:
-        address: ``host:port`` to bind.
-        handle: ``handle(msg) -> (reply_type, reply_body)``; raised exceptions become
-            ``Error`` replies. Runs on the pool unless ``msg["type"]`` is in `inline`.
-        key: the cluster key (None: accept unsigned messages).
-        inline: message types handled on the I/O thread itself (must never block).
-        task: name used in error replies (``/job:ps/replica:0/task:0``).
-
-    Raises:
-        OSError: if the address cannot be bound (in use), naming it.
-    """
-
-    def __init__(self, address, handle, key=None, inline=(), task="", max_threads=64):
-        self.address = address
-        self._handle = handle
-        self._key = key
-        self._inline = set(inline)
-        self._task = task
-        self.requests_served = 0
-        self.malformed = 0
-        ctx = context()
-        self._router = ctx.socket(zmq.ROUTER)
-        self._router.setsockopt(zmq.LINGER, 0)
-        self._router.setsockopt(zmq.IPV6, 1)
-        self._router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
-        try:
-            self._router.bind(zmq_endpoint(address))
-        except zmq.ZMQError as e:
-            self._router.close(linger=0)
-            raise OSError(
-                e.errno,
-                f"cannot start server {task} at {address}: {e.strerror}; another server (or "
-                "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose "
-                "another port",
-            ) from None
-        self._inbox_address = f"inproc://nbdist-replies-{id(self)}"
-        self._inbox = ctx.socket(zmq.PULL)
-        self._inbox.bind(self._inbox_address)
-        self._pool = ThreadPoolExecutor(max_threads, thread_name_prefix=f"nbdist-{task or address}")
-        self._outboxes = threading.local()
-        self._outbox_sockets = []
-        self._outbox_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        poller = zmq.Poller()
-        poller.register(self._router, zmq.POLLIN)
-        poller.register(self._inbox, zmq.POLLIN)
-        while not self._stop.is_set():
-            try:
-                ready = dict(poller.poll(100))
-            except zmq.ZMQError:
-                break
-            if self._inbox in ready:
-                while self._inbox.poll(0):
-                    self._router.send_multipart(self._inbox.recv_multipart(copy=False), copy=False)
-            if self._router in ready:
-                while self._router.poll(0):
-                    frames = self._router.recv_multipart(copy=False)
-                    self._dispatch(frames)
-        self._router.close(linger=0)
-        self._inbox.close(linger=0)
-
-    def _dispatch(self, frames):
-        identity, payload = frames[0], frames[1:]
-        try:
-            msg = wire.decode(payload, self._key)
-        except wire.WireError as e:
-            self.malformed += 1
-            self._reply_now(identity, "Error", wire.error_body(e, self._task), e.request_id)
-            return
-        self.requests_served += 1
-        if msg["type"] in self._inline:
-            self._serve(identity, msg, self._reply_now)
-        else:
-            self._pool.submit(self._serve, identity, msg, self._reply_from_pool)
-
-    def _serve(self, identity, msg, reply):
-        try:
-            reply_type, body = self._handle(msg)
-        except Exception as e:  # noqa: BLE001 - every failure becomes an error reply
-            reply_type, body = "Error", wire.error_body(e, self._task)
-        if reply_type is not None:
-            reply(identity, reply_type, body, msg.get("id", 0))
-
-    def _encode_reply(self, reply_type, body, request_id):
-        try:
-            return wire.encode(reply_type, request_id, body, self._key)
-        except (TypeError, ValueError) as e:
-            err = wire.error_body(e, self._task)
-            return wire.encode("Error", request_id, err, self._key)
-
-    def _reply_now(self, identity, reply_type, body, request_id):
-        wire.send_frames(self._router, self._encode_reply(reply_type, body, request_id), prefix=[identity])
-
-    def _reply_from_pool(self, identity, reply_type, body, request_id):
-        sock = getattr(self._outboxes, "socket", None)
-        if sock is None:
-            sock = context().socket(zmq.PUSH)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(self._inbox_address)
-            self._outboxes.socket = sock
-            with self._outbox_lock:
-                self._outbox_sockets.append(sock)
-        if self._stop.is_set():
-            return
-        wire.send_frames(sock, self._encode_reply(reply_type, body, request_id), prefix=[identity])
-
-    def stop(self, timeout_s=5.0):
-        """Stops serving and frees the port before returning."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(timeout_s)
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        with self._outbox_lock:
-            for s in self._outbox_sockets:
-                s.close(linger=0)
-            self._outbox_sockets.clear()
-
-    def join(self, timeout_s=None):
-        self._thread.join(timeout_s)

@@ -18,6 +18,8 @@ from nbdist.ops.resources import ResourceManager
 from nbdist.runtime.executor import ExecutionPlan, StepContext
 from nbdist.runtime.rendezvous import Rendezvous
 
+INLINE_RUN_S = 0.001
+
 
 class WorkerService:
     """One task's worker service.
@@ -49,6 +51,21 @@ class WorkerService:
                 if not n.op.startswith("_"):
                     self.ops_placed[n.op] = self.ops_placed.get(n.op, 0) + 1
         return handle
+
+    def runs_quickly(self, handle):
+        """True when a partition cannot block and its last run took under `INLINE_RUN_S`.
+
+        The server runs such a `RunGraph` on its I/O thread, saving two thread hand-offs
+        per step; anything that may wait (a `_Recv`, a queue) or computes for long goes
+        to the pool, so it never stalls the server.
+        """
+        plan = self._plans.get(handle)
+        return (
+            plan is not None
+            and not plan.may_block
+            and plan.last_run_s is not None
+            and plan.last_run_s < INLINE_RUN_S
+        )
 
     def deregister_graph(self, handle):
         with self._lock:

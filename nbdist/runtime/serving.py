@@ -1,0 +1,287 @@
+"""The serving loop of a server: one ROUTER socket, one I/O thread, one handler pool.
+
+The I/O thread receives every request. Work that never blocks and is quick (a ping,
+a tensor pushed by a peer, a cached step, a small partition) runs right there, with
+no thread hand-off; anything else goes to the pool, so an op that blocks never stalls
+the server. The I/O thread is also an event loop for the master: it can watch more
+sockets (`watch`), run timers (`call_later`) and callbacks posted from other threads
+(`post`), so a step fanned out to several workers is driven without any thread waiting.
+Replies from other threads reach the ROUTER through an inproc PUSH/PULL pair.
+"""
+
+import collections
+import heapq
+import itertools
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import zmq
+
+from nbdist.runtime import wire
+from nbdist.runtime.transport import context, zmq_endpoint
+
+DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
+_WAKE = b""
+
+
+class Responder:
+    """Answers one request, from the I/O thread or from any other thread, once."""
+
+    __slots__ = ("_loop", "identity", "request_id", "_sent")
+
+    def __init__(self, loop, identity, request_id):
+        self._loop = loop
+        self.identity = identity
+        self.request_id = request_id
+        self._sent = False
+
+    def reply(self, reply_type, body):
+        if not self._sent:
+            self._sent = True
+            self._loop.send_reply(self.identity, reply_type, body, self.request_id)
+
+    def fail(self, exc):
+        self.reply("Error", wire.error_body(exc, self._loop.task))
+
+
+class ServingLoop:
+    """Binds `address` and serves until `stop()`.
+
+    Args:
+        address: ``host:port`` to bind.
+        handle: ``handle(msg, responder) -> (reply_type, body)``, or `DEFERRED` when it
+            will call ``responder.reply`` itself; ``(None, None)`` sends nothing.
+            Exceptions become ``Error`` replies.
+        key: the cluster key (None: accept unsigned messages).
+        inline: ``inline(msg) -> bool``: handle on the I/O thread (never blocks, quick).
+        task: name used in error replies (``/job:ps/replica:0/task:0``).
+
+    Raises:
+        OSError: if the address cannot be bound (in use), naming it.
+    """
+
+    def __init__(self, address, handle, key=None, inline=None, task="", max_threads=64):
+        self.address = address
+        self.task = task
+        self._handle = handle
+        self._key = key
+        self._inline = inline or (lambda msg: False)
+        self.requests_served = 0
+        self.malformed = 0
+        ctx = context()
+        self._router = ctx.socket(zmq.ROUTER)
+        self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.IPV6, 1)
+        self._router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
+        try:
+            self._router.bind(zmq_endpoint(address))
+        except zmq.ZMQError as e:
+            self._router.close(linger=0)
+            raise OSError(
+                e.errno,
+                f"cannot start server {task} at {address}: {e.strerror}; another server (or "
+                "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose "
+                "another port",
+            ) from None
+        self._inbox_address = f"inproc://nbdist-inbox-{id(self)}"
+        self._inbox = ctx.socket(zmq.PULL)
+        self._inbox.bind(self._inbox_address)
+        self._pool = ThreadPoolExecutor(max_threads, thread_name_prefix=f"nbdist-{task or address}")
+        self._outboxes = threading.local()
+        self._outbox_sockets = []
+        self._outbox_lock = threading.Lock()
+        self._posted = collections.deque()
+        self._watched = {}  # socket -> callback (I/O thread only)
+        self._watched_changed = False
+        self._at_exit = []  # callbacks run on the I/O thread when it stops
+        self._timers = []  # heap of (when, seq, fn)
+        self._timer_seq = itertools.count()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
+        self._io_ident = None
+        self._thread.start()
+
+    # -- the event loop (I/O thread) -----------------------------------------------------------
+    def _run(self):
+        self._io_ident = threading.get_ident()
+        poller = None
+        while not self._stop.is_set():
+            if poller is None or self._watched_changed:
+                poller, self._watched_changed = zmq.Poller(), False
+                for sock in (self._router, self._inbox, *self._watched):
+                    poller.register(sock, zmq.POLLIN)
+            try:
+                ready = dict(poller.poll(self._poll_timeout_ms()))
+            except zmq.ZMQError:
+                break
+            if self._inbox in ready:
+                self._drain_inbox()
+            if self._router in ready:
+                while self._router.poll(0):
+                    self._dispatch(self._router.recv_multipart(copy=False))
+            for sock, callback in list(self._watched.items()):
+                if sock in ready:
+                    self._guard(callback)
+            self._run_due_timers()
+        for fn in self._at_exit:
+            self._guard(fn)
+        self._router.close(linger=0)
+        self._inbox.close(linger=0)
+
+    def _poll_timeout_ms(self):
+        if not self._timers:
+            return 100
+        return max(0, min(100, int((self._timers[0][0] - time.monotonic()) * 1000) + 1))
+
+    def _drain_inbox(self):
+        while self._inbox.poll(0):
+            frames = self._inbox.recv_multipart(copy=False)
+            if len(frames) == 1 and frames[0].bytes == _WAKE:
+                while self._posted:
+                    self._guard(self._posted.popleft())
+            else:
+                self._router.send_multipart(frames, copy=False)
+
+    def _run_due_timers(self):
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, fn = heapq.heappop(self._timers)
+            self._guard(fn)
+
+    def _guard(self, fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - a bug in one callback must not stop the server
+            import traceback  # noqa: PLC0415
+
+            traceback.print_exc()
+            print(f"nbdist: error in the serving loop of {self.task}: {e!r}", flush=True)
+
+    # -- API for handlers on the I/O thread --------------------------------------------------------
+    def watch(self, socket, callback):
+        """Calls `callback()` on the I/O thread whenever `socket` is readable."""
+        self._watched[socket] = callback
+        self._watched_changed = True
+
+    def unwatch(self, socket):
+        if self._watched.pop(socket, None) is not None:
+            self._watched_changed = True
+
+    def call_later(self, delay_s, fn):
+        """Runs `fn` on the I/O thread after `delay_s`; returns a handle for `cancel`."""
+        entry = [time.monotonic() + delay_s, next(self._timer_seq), fn]
+        heapq.heappush(self._timers, entry)
+        return entry
+
+    def cancel(self, entry):
+        entry[2] = _noop
+
+    def at_exit(self, fn):
+        """Runs `fn` on the I/O thread when the loop stops (to close what it owns)."""
+        self._at_exit.append(fn)
+
+    def post(self, fn):
+        """Runs `fn` on the I/O thread soon (callable from any thread)."""
+        self._posted.append(fn)
+        if threading.get_ident() != self._io_ident:
+            self._outbox().send(_WAKE)
+
+    def submit(self, fn, *args):
+        """Runs `fn(*args)` on the handler pool."""
+        return self._pool.submit(fn, *args)
+
+    @property
+    def on_io_thread(self):
+        return threading.get_ident() == self._io_ident
+
+    # -- requests and replies ------------------------------------------------------------------------
+    def _dispatch(self, frames):
+        identity, payload = frames[0], frames[1:]
+        try:
+            msg = wire.decode(payload, self._key)
+        except wire.WireError as e:
+            self.malformed += 1
+            self.send_reply(identity, "Error", wire.error_body(e, self.task), e.request_id)
+            return
+        self.requests_served += 1
+        responder = Responder(self, identity, msg.get("id", 0))
+        if self._inline(msg):
+            self._serve(msg, responder)
+        else:
+            self._pool.submit(self._serve, msg, responder)
+
+    def _serve(self, msg, responder):
+        try:
+            result = self._handle(msg, responder)
+        except Exception as e:  # noqa: BLE001 - every failure becomes an error reply
+            responder.fail(e)
+            return
+        if result is not DEFERRED and result[0] is not None:
+            responder.reply(*result)
+
+    def _encode_reply(self, reply_type, body, request_id):
+        try:
+            return wire.encode(reply_type, request_id, body, self._key)
+        except (TypeError, ValueError) as e:
+            return wire.encode("Error", request_id, wire.error_body(e, self.task), self._key)
+
+    def send_reply(self, identity, reply_type, body, request_id):
+        """Sends a reply from any thread (directly on the I/O thread, else via the inbox)."""
+        if self._stop.is_set():
+            return
+        frames = self._encode_reply(reply_type, body, request_id)
+        sock = self._router if self.on_io_thread else self._outbox()
+        wire.send_frames(sock, frames, prefix=[identity])
+
+    def _outbox(self):
+        sock = getattr(self._outboxes, "socket", None)
+        if sock is None:
+            sock = context().socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(self._inbox_address)
+            self._outboxes.socket = sock
+            with self._outbox_lock:
+                self._outbox_sockets.append(sock)
+        return sock
+
+    def stop(self, timeout_s=5.0):
+        """Stops serving and frees the port before returning."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(timeout_s)
+        _wait_port_free(self.address, timeout_s)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._outbox_lock:
+            for s in self._outbox_sockets:
+                s.close(linger=0)
+            self._outbox_sockets.clear()
+
+    def join(self, timeout_s=None):
+        self._thread.join(timeout_s)
+
+
+def _noop():
+    pass
+
+
+def _wait_port_free(address, timeout_s):
+    """Returns once `address` can be bound again (zmq closes sockets asynchronously)."""
+    import socket  # noqa: PLC0415
+
+    endpoint = zmq_endpoint(address)[len("tcp://") :]
+    host, _, port = endpoint.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, int(port)))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+        time.sleep(0.005)
