@@ -246,3 +246,29 @@ def test_in_process_hello_server():
             assert sess.run(c) == b"Hello, distributed TensorFlow!"
     finally:
         server.stop()
+
+
+def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_tensor(two_tasks):
+    from nbdist.runtime import transport
+
+    with tf.device("/job:local/task:1"):
+        a = tf.constant(np.ones(3), name="a") * 2.0  # crosses to task 0 once
+    b = (a + 1.0) * a  # on the master's task 0, two consumers of the one received tensor
+
+    def served():
+        return [
+            transport.channel_to(two_tasks.address("local", i)).call("Status", {})["requests_served"]
+            for i in (0, 1)
+        ]
+
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(b)  # registers the partitions
+        before = served()
+        for _ in range(10):
+            sess.run(b)
+        after = served()
+    # Each Status call itself counts once on its task.
+    task0 = after[0] - before[0] - 1
+    task1 = after[1] - before[1] - 1
+    assert task0 == 10 * 2, "per step: RunStep + one SendTensor pushed by task 1"
+    assert task1 == 10 * 1, "per step: one RunGraph"
