@@ -75,6 +75,7 @@ def test_a_signal_stops_the_server_cleanly_and_frees_the_port(sig):
 def test_bad_cluster_json_is_a_usage_error():
     result = subprocess.run(
         [sys.executable, "-m", "nbdist.server", "--cluster", "{not json", "--job", "x", "--task", "0"],
+        check=False,
         capture_output=True,
         text=True,
         env=_env(),
@@ -85,7 +86,12 @@ def test_bad_cluster_json_is_a_usage_error():
 
 def test_missing_cluster_says_what_to_give():
     result = subprocess.run(
-        [sys.executable, "-m", "nbdist.server"], capture_output=True, text=True, env=_env(), timeout=60
+        [sys.executable, "-m", "nbdist.server"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
     )
     assert result.returncode == 2 and "TF_CONFIG" in result.stderr
 
@@ -93,6 +99,11 @@ def test_missing_cluster_says_what_to_give():
 def test_a_task_not_in_the_cluster_is_reported():
     args = ["--cluster", json.dumps({"local": [f"localhost:{free_port()}"]}), "--job", "ps", "--task", "0"]
     result = subprocess.run(
-        [sys.executable, "-m", "nbdist.server", *args], capture_output=True, text=True, env=_env(), timeout=60
+        [sys.executable, "-m", "nbdist.server", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
     )
     assert result.returncode == 2 and "'ps'" in result.stderr
