@@ -79,6 +79,11 @@ _NOTEBOOK_NAMES = {
     "report": "nbdist.notebook.events",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
+    "show_graph": "nbdist.notebook.widgets",
+    "show_placement": "nbdist.notebook.widgets",
+    "show_timeline": "nbdist.notebook.widgets",
+    "Dashboard": "nbdist.notebook.widgets",
+    "export_chrome_trace": "nbdist.notebook.trace",
 }
 
 

@@ -7,6 +7,10 @@ Without ``--cluster``, ``$TF_CONFIG`` is read (``{"cluster": ..., "task": {"type
 The cluster key comes from ``$NBDIST_CLUSTER_KEY`` (hex). SIGTERM or SIGINT stop the server
 cleanly; with ``--parent-pid`` it also exits when that process dies (no orphans).
 Prints one line ``nbdist-server ready <task> <address> pid=<pid>`` once it serves.
+
+``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.notebook.task_exec`; needs a cluster
+key), run on this process's main thread. With ``$NBDIST_EVENTS`` set (``tcp://127.0.0.1:port``
+of a notebook's collector) the task pushes heartbeats and `nbdist.report` metrics there.
 """
 
 import argparse
@@ -16,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 
 
 def _die_with_parent(parent_pid):
@@ -34,7 +39,8 @@ def _die_with_parent(parent_pid):
                 os.kill(parent_pid, 0)
             except ProcessLookupError:
                 os.kill(os.getpid(), signal.SIGTERM)
-                return
+                threading.Event().wait(2.0)
+                os._exit(1)  # the orderly stop did not finish: no orphan either way
             threading.Event().wait(0.5)
 
     threading.Thread(target=watch, daemon=True, name="nbdist-parent-watch").start()
@@ -46,6 +52,11 @@ def main(argv=None):
     parser.add_argument("--job", help="this task's job name")
     parser.add_argument("--task", type=int, help="this task's index")
     parser.add_argument("--parent-pid", type=int, help="exit when this process dies")
+    parser.add_argument(
+        "--exec",
+        action="store_true",
+        help="also run %%%%dtf_worker cells sent by the notebook (signed requests only)",
+    )
     args = parser.parse_args(argv)
 
     from nbdist.runtime.cluster import ClusterSpec, cluster_from_tf_config  # noqa: PLC0415 - fast --help
@@ -65,20 +76,64 @@ def main(argv=None):
         parser.error("give --cluster JSON --job NAME --task I, or set $TF_CONFIG")
     if args.parent_pid:
         _die_with_parent(args.parent_pid)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     try:
         server = Server(cluster, job_name=job, task_index=task)
     except (OSError, ValueError) as e:
         print(f"nbdist-server: error: {e}", file=sys.stderr, flush=True)
         return 2
-    print(f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()}", flush=True)
-    while not stop.wait(0.5):
+    return _serve(server, args.exec)
+
+
+class _Shutdown(BaseException):
+    """Raised in the main thread by SIGTERM/SIGINT: leaves whatever it is doing."""
+
+
+def _serve(server, with_exec):
+    """Serves until SIGTERM/SIGINT, then stops the server; returns the exit code (0)."""
+    shutdown = _Shutdown
+    service = None
+    if with_exec:
+        from nbdist.notebook import task_exec  # noqa: PLC0415 - only tasks that run cells load it
+
+        service = task_exec.install(server)
+        shutdown = task_exec.Shutdown
+    stopping = []
+
+    def on_signal(signum, frame):
+        if stopping:
+            os._exit(1)  # a second signal: stop waiting for anything
+        stopping.append(signum)
+        raise shutdown
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    try:
+        task = f"/job:{server.server_def['job_name']}/task:{server.server_def['task_index']}"
+        os.environ["NBDIST_TASK"] = task
+        if os.environ.get("NBDIST_EVENTS"):
+            from nbdist.notebook import events  # noqa: PLC0415 - only tasks of a notebook's cluster
+
+            events.start_task_publisher(task)
+        print(f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()}", flush=True)
+        if service is not None:
+            service.serve_forever()
+        while True:
+            threading.Event().wait(3600)
+    except shutdown:
         pass
     server.stop()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except SystemExit as e:  # argparse's usage errors
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except BaseException:  # noqa: BLE001 - report, then exit: never hang on the service threads
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Handler threads may be blocked in a step (waiting for a peer): exit without joining them.
+    os._exit(code)

@@ -122,3 +122,25 @@ def test_server_context_manager_stops_it():
 def test_job_name_is_required_when_the_cluster_has_several_jobs():
     with pytest.raises(ValueError, match="job_name must be given"):
         Server({"ps": ["localhost:1"], "worker": ["localhost:2"]}, start=False)
+
+
+def test_a_refused_request_gets_an_error_the_client_can_match():
+    key = wire.new_key()
+    s = Server({"local": [f"localhost:{free_port()}"]}, cluster_key=key)
+    try:
+        channel = transport.Channel(s.address, "/job:local/task:0", key=None)
+        with pytest.raises(tf.errors.UnauthenticatedError, match="unsigned message refused"):
+            channel.call("Ping", {}, timeout_s=5)
+        channel.close()
+        assert s.signed
+    finally:
+        s.stop()
+
+
+def test_stop_returns_promptly():
+    import time
+
+    s = Server({"local": [f"localhost:{free_port()}"]})
+    started = time.monotonic()
+    s.stop()
+    assert time.monotonic() - started < 0.1

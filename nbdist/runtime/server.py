@@ -131,6 +131,11 @@ class Server:
         return f"zmq://{self.address}"
 
     @property
+    def signed(self):
+        """True when this server signs its messages and refuses unsigned ones."""
+        return self._key is not None
+
+    @property
     def server_def(self):
         return {
             "cluster": self._cluster.as_dict(),

@@ -250,6 +250,8 @@ class ServingLoop:
         if self._stop.is_set():
             return
         self._stop.set()
+        if not self.on_io_thread:
+            self.post(_noop)  # wake the loop now rather than at its next poll timeout
         self._thread.join(timeout_s)
         _wait_port_free(self.address, timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)

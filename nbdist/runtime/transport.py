@@ -130,7 +130,8 @@ class Channel:
                 continue
             frames = self.socket.recv_multipart(copy=False)
             msg = wire.decode(frames, self.key)
-            if msg.get("id") != request_id:
+            unmatched_error = msg["type"] == "Error" and msg.get("id") == 0  # undecodable request
+            if msg.get("id") != request_id and not unmatched_error:
                 continue  # a late reply to an earlier call that gave up
             if msg["type"] == "Error":
                 wire.raise_error(msg)

@@ -120,10 +120,13 @@ def decode(frames, key=None):
                 "unsigned message refused: this cluster requires signed messages "
                 f"(set ${KEY_ENV} to the cluster key)",
                 "UNAUTHENTICATED",
+                _request_id_of(head),
             )
         if not hmac.compare_digest(signature, _sign(key, buffers[1:])):
             raise WireError(
-                "bad message signature: the sender does not hold this cluster's key", "UNAUTHENTICATED"
+                "bad message signature: the sender does not hold this cluster's key",
+                "UNAUTHENTICATED",
+                _request_id_of(head),
             )
     if head.nbytes > MAX_HEADER_BYTES:
         raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
@@ -159,6 +162,22 @@ def decode(frames, key=None):
     if len(used) != len(tensors):
         raise WireError(f"{len(tensors) - len(used)} tensor frames are not referenced by the header")
     return msg
+
+
+def _request_id_of(head):
+    """The request id of a refused message, so its sender can match the error reply.
+
+    Safe on unverified input: msgpack yields plain data (extensions stay opaque) and the
+    header size is bounded; only an int ``id`` is taken from it.
+    """
+    if head.nbytes > MAX_HEADER_BYTES:
+        return 0
+    try:
+        msg = msgpack.unpackb(head, raw=False, strict_map_key=False)
+    except Exception:  # noqa: BLE001 - garbage: no id to answer to
+        return 0
+    request_id = msg.get("id") if isinstance(msg, dict) else None
+    return request_id if isinstance(request_id, int) else 0
 
 
 def _array_from(tensors, index, dtype, shape, used):

@@ -1,0 +1,563 @@
+"""`LocalCluster`: a cluster of server processes on this machine, owned by the notebook.
+
+One object owns the processes (as ipyparallel's `Cluster` does): it starts one
+``python -m nbdist.server --exec`` per task, all at once, waits (bounded) until each prints
+its ready line, and stops them politely then firmly (SIGTERM, then SIGKILL). Children are
+told the notebook's PID (``--parent-pid``) and exit when it dies, even by SIGKILL; they run
+in their own process group, so the kernel's interrupt button (SIGINT to the kernel's group)
+does not stop them. Clusters still running when the notebook exits are stopped (atexit).
+
+    import nbdist as tf
+
+    with tf.LocalCluster(ps=1, worker=2) as cluster:
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(1.0)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(w.initializer)
+
+A random cluster key signs every message; it is put in ``$NBDIST_CLUSTER_KEY`` of this
+process so that its Sessions sign too. Each task pushes events (heartbeats, `nbdist.report`
+metrics, output) to `LocalCluster.events`.
+"""
+
+import atexit
+import collections
+import contextlib
+import html
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from nbdist import errors
+from nbdist.notebook import events as events_lib
+from nbdist.runtime import transport, wire
+from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
+
+READY_TIMEOUT_S = 30.0
+STOP_GRACE_S = 0.5  # SIGTERM, then SIGKILL after this long
+STATUS_TIMEOUT_S = 1.0
+STDERR_LINES = 40
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+# PR_SET_PDEATHSIG fires when the *thread* that started a child exits: start every child
+# from one long-lived thread, so a cluster made on a short-lived thread keeps its tasks.
+_spawner = ThreadPoolExecutor(1, thread_name_prefix="nbdist-spawn")
+_clusters = weakref.WeakSet()
+_current = []  # weakrefs to running clusters, latest last
+
+
+class TaskStartError(RuntimeError):
+    """A task's server process did not become ready; the message holds its stderr."""
+
+
+def current():
+    """The most recently started `LocalCluster` that is still running, or None."""
+    for ref in reversed(_current):
+        cluster = ref()
+        if cluster is not None and cluster.running:
+            return cluster
+    return None
+
+
+class _TaskProcess:
+    """One server process and a thread that reads its stdout/stderr line by line."""
+
+    def __init__(self, cluster, job, index, address):
+        self.job, self.index, self.address = job, index, address
+        self.name = f"/job:{job}/task:{index}"
+        self.wake = threading.Event()  # set by the ready line, or when the process closes its output
+        self.is_ready = False
+        self.stderr_tail = collections.deque(maxlen=STDERR_LINES)
+        self.proc = _spawner.submit(
+            subprocess.Popen,
+            cluster._command(job, index),
+            env=cluster._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        ).result()
+        self.pid = self.proc.pid
+        self._events = cluster.events
+        threading.Thread(target=self._read, daemon=True, name=f"nbdist-out-{job}:{index}").start()
+
+    def _read(self):
+        selector = selectors.DefaultSelector()
+        for f, name in ((self.proc.stdout, "stdout"), (self.proc.stderr, "stderr")):
+            selector.register(f, selectors.EVENT_READ, [name, b""])
+        while selector.get_map():
+            for key, _ in selector.select():
+                data = os.read(key.fd, 65536)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()
+                    continue
+                name, pending = key.data
+                *lines, key.data[1] = (pending + data).split(b"\n")
+                for line in lines:
+                    self._line(name, line.decode("utf-8", "replace"))
+        selector.close()
+        self.wake.set()
+
+    def _line(self, name, text):
+        if name == "stdout" and not self.is_ready and text.startswith("nbdist-server ready"):
+            self.is_ready = True
+            self.wake.set()
+            return
+        if name == "stderr":
+            self.stderr_tail.append(text)
+        self._events.publish(
+            {"kind": "stream", "task": self.name, "time": time.time(), "name": name, "text": text + "\n"}
+        )
+
+    @property
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stderr_text(self):
+        return "\n".join(self.stderr_tail) or "(nothing on stderr)"
+
+    def signal(self, sig):
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+
+class LocalCluster:
+    """A cluster whose tasks are server processes on this machine (one per task).
+
+    Args:
+        **jobs: job name -> number of tasks, e.g. ``ps=1, worker=2``; each task gets a free
+            port on 127.0.0.1 (``localhost:PORT``).
+        spec: an explicit cluster (anything `tf.train.ClusterSpec` accepts) instead of `jobs`:
+            tasks whose host is this machine's loopback are started, others only connected to.
+        key: the cluster key (bytes or hex string; default: 32 random bytes).
+        ready_timeout_s: how long every task may take to start.
+
+    Raises:
+        ValueError: no jobs, both `jobs` and `spec`, or a count that is not a positive int.
+        TaskStartError: a task did not start in time or exited (with its stderr).
+
+    Example::
+
+        cluster = tf.LocalCluster(local=2)
+        with tf.Session(cluster.target("local", 0)) as sess: ...
+        cluster.stop()
+    """
+
+    def __init__(self, spec=None, key=None, ready_timeout_s=READY_TIMEOUT_S, **jobs):
+        self.cluster_spec = _make_spec(spec, jobs)
+        self.key = _make_key(key)
+        self.ready_timeout_s = float(ready_timeout_s)
+        self.ready_s = None  # how long the last start took
+        self.events = None
+        python_path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+        self._env = {**os.environ, wire.KEY_ENV: self.key.hex(), "PYTHONPATH": python_path}
+        self._tasks = {}
+        self._heartbeats = {}
+        self._lock = threading.RLock()
+        self._view = None
+        self.running = False
+        self._saved_key_env = os.environ.get(wire.KEY_ENV)
+        _clusters.add(self)
+        self.start()
+
+    # -- starting and stopping --------------------------------------------------------------------
+    def _command(self, job, index):
+        return [
+            sys.executable,
+            "-m",
+            "nbdist.server",
+            "--cluster",
+            self.cluster_spec.to_json(),
+            "--job",
+            job,
+            "--task",
+            str(index),
+            "--parent-pid",
+            str(os.getpid()),
+            "--exec",
+        ]
+
+    def local_tasks(self):
+        """``[(job, index, address)]`` of the tasks this cluster starts (on this machine)."""
+        return [(j, i, a) for j, i, a in self.cluster_spec.iter_tasks() if is_local_host(parse_address(a)[0])]
+
+    def start(self):
+        """Starts every local task (in parallel) and waits until all serve. No-op when running."""
+        with self._lock:
+            if self.running:
+                return self
+            if self.events is None or not self.events.collecting:
+                self.events = events_lib.EventStream(self.key, collect=True)
+                self.events.subscribe(self._on_event)
+                self._env[events_lib.EVENTS_ENV] = self.events.address
+            os.environ[wire.KEY_ENV] = self.key.hex()
+            started = time.monotonic()
+            try:
+                for job, index, address in self.local_tasks():
+                    self._tasks[(job, index)] = _TaskProcess(self, job, index, address)
+                for task in self._tasks.values():
+                    self._wait_ready(task, started)
+            except BaseException:
+                self._terminate(list(self._tasks.values()))
+                self._tasks.clear()
+                self._restore_key_env()
+                raise
+            self.running = True
+            _current.append(weakref.ref(self))
+            events_lib.activate(self.events)
+            self.ready_s = time.monotonic() - started
+            return self
+
+    def _wait_ready(self, task, started):
+        remaining = self.ready_timeout_s - (time.monotonic() - started)
+        task.wake.wait(max(0.0, remaining))
+        if task.is_ready and task.alive:
+            return
+        if task.alive:
+            task.signal(signal.SIGKILL)
+            task.proc.wait(5)
+            what = f"did not become ready within {self.ready_timeout_s:.0f} s (killed it)"
+        else:
+            task.proc.wait(5)
+            what = f"exited with code {task.proc.returncode}"
+        time.sleep(0.05)  # let the reader drain the last stderr lines
+        raise TaskStartError(f"task {task.name} at {task.address} {what}; its stderr:\n{task.stderr_text()}")
+
+    def stop(self):
+        """Stops every task: SIGTERM, SIGKILL after `STOP_GRACE_S`; returns when none is left.
+
+        Idempotent. The event stream stops collecting; its history stays readable.
+        """
+        with self._lock:
+            tasks = list(self._tasks.values())
+            self._tasks.clear()
+            was_running, self.running = self.running, False
+        self._terminate(tasks)
+        for _, _, address in self.cluster_spec.iter_tasks():
+            transport.drop_channel(address, self.key)
+        view, self._view = self._view, None
+        if view is not None:
+            view.finish(self)
+        if was_running:
+            events_lib.deactivate(self.events)
+            self._restore_key_env()
+        if self.events is not None:
+            self.events.close()
+
+    def _restore_key_env(self):
+        if os.environ.get(wire.KEY_ENV) != self.key.hex():
+            return  # another cluster has set its own key since
+        if self._saved_key_env is None:
+            os.environ.pop(wire.KEY_ENV, None)
+        else:
+            os.environ[wire.KEY_ENV] = self._saved_key_env
+
+    @staticmethod
+    def _terminate(tasks):
+        for task in tasks:
+            task.signal(signal.SIGCONT)  # a stopped (SIGSTOP) process cannot act on SIGTERM
+            task.signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for task in tasks:
+            try:
+                task.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                task.signal(signal.SIGKILL)
+        for task in tasks:
+            task.proc.wait()
+
+    def restart(self):
+        """Stops every task and starts them again at the same addresses, with the same key."""
+        with self._lock:
+            tasks = list(self._tasks.values())
+            self._tasks.clear()
+            self.running = False
+        self._terminate(tasks)
+        events_lib.deactivate(self.events)
+        view, self._view = self._view, None
+        if view is not None:
+            view.finish(self)
+        return self.start()
+
+    def _task(self, job, index):
+        if (job, index) not in self._tasks:
+            known = ", ".join(f"{j}:{i}" for j, i in self._tasks) or "none (the cluster is stopped)"
+            raise ValueError(f"no running local task {job}:{index} in this cluster; its tasks: {known}")
+        return self._tasks[(job, index)]
+
+    def kill(self, job, task_index):
+        """Kills one task's process with SIGKILL (for fault-tolerance demos); waits for it to exit."""
+        task = self._task(job, task_index)
+        task.signal(signal.SIGKILL)
+        task.proc.wait(5)
+
+    def restart_task(self, job, task_index):
+        """Starts one task again (killing it first if it runs), at the same address."""
+        with self._lock:
+            old = self._task(job, task_index)
+            self._terminate([old])
+            transport.drop_channel(old.address, self.key)
+            task = self._tasks[(job, task_index)] = _TaskProcess(self, job, task_index, old.address)
+            self._wait_ready(task, time.monotonic())
+        return task.pid
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- what is running -------------------------------------------------------------------------
+    def target(self, job, task_index=0):
+        """The session target of a task's master, ``"zmq://host:port"``.
+
+        Raises:
+            ValueError: no such job or task (the valid ones are named).
+        """
+        return f"zmq://{self.cluster_spec.task_address(job, task_index)}"
+
+    @property
+    def pids(self):
+        """``{(job, index): pid}`` of the task processes this cluster started."""
+        with self._lock:
+            return {k: t.pid for k, t in self._tasks.items()}
+
+    def _on_event(self, event):
+        if event.get("kind") == "heartbeat":
+            self._heartbeats[event.get("task")] = (time.monotonic(), event.get("rss_bytes", 0))
+
+    def status(self):
+        """One dict per task (``job``, ``index``, ``address``, ``pid``, ``alive``, ``heartbeat_age_s``)
+        plus its server's Status (``rss_bytes``, ``steps_run``, ``ops_placed``, ``variables``)
+        when it answers within `STATUS_TIMEOUT_S`; ``error`` says why when it does not."""
+        rows = []
+        with self._lock:
+            tasks = dict(self._tasks)
+        for job, index, address in self.cluster_spec.iter_tasks():
+            task = tasks.get((job, index))
+            name = f"/job:{job}/task:{index}"
+            seen = self._heartbeats.get(name)
+            row = {
+                "job": job,
+                "index": index,
+                "address": address,
+                "pid": task.pid if task else None,
+                "alive": False,
+                "heartbeat_age_s": time.monotonic() - seen[0] if seen else None,
+            }
+            if task is not None and not task.alive:
+                row["error"] = f"process exited with code {task.proc.returncode}"
+            elif task is None and is_local_host(parse_address(address)[0]):
+                row["error"] = "not started" if not self.running else "stopped"
+            rows.append(row)
+        self._ask_status([r for r in rows if "error" not in r])
+        return rows
+
+    def _ask_status(self, rows):
+        channels = [
+            (r, transport.channel_to(r["address"], f"/job:{r['job']}/task:{r['index']}", self.key))
+            for r in rows
+        ]
+        sent = [(r, ch, ch.send("Status", {})) for r, ch in channels]
+        deadline = time.monotonic() + STATUS_TIMEOUT_S
+        for row, ch, request_id in sent:
+            try:
+                reply = ch.recv_reply(request_id, deadline, STATUS_TIMEOUT_S, "the reply to Status")
+            except errors.OpError as e:
+                row["error"] = e.message
+                transport.drop_channel(row["address"], self.key)
+                continue
+            reply = {k: v for k, v in reply.items() if k not in ("v", "type", "id")}
+            row.update(reply, alive=True, pid=row["pid"] or reply.get("pid"))
+
+    def __repr__(self):
+        jobs = " ".join(f"{j}={self.cluster_spec.num_tasks(j)}" for j in self.cluster_spec.jobs)
+        state = "running" if self.running else "stopped"
+        addresses = ", ".join(a for _, _, a in self.cluster_spec.iter_tasks())
+        return f"<LocalCluster {jobs} ({state}) at {addresses}>"
+
+    # -- the status view ----------------------------------------------------------------------------
+    def status_view(self, refresh_s=1.0):
+        """The live status widget (an ipywidgets HTML table, CSS class ``nbdist-cluster-status``),
+        refreshed every `refresh_s` by a background thread while the cluster runs; None
+        when ipywidgets cannot be imported."""
+        if self._view is None:
+            try:
+                self._view = _StatusView(self, refresh_s)
+            except ImportError:
+                return None
+        return self._view.widget
+
+    def display_status(self):
+        """Shows the status: the live widget in a Jupyter kernel, else a text table."""
+        from IPython.display import display  # noqa: PLC0415 - notebook-only dependency
+
+        widget = self.status_view() if _in_kernel() else None
+        if widget is not None:
+            display(widget)
+        else:
+            print(status_text(self.status(), self))
+
+
+def _in_kernel():
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class _StatusView:
+    """An `ipywidgets.HTML` table whose value a background thread rewrites (state only)."""
+
+    def __init__(self, cluster, refresh_s):
+        import ipywidgets  # noqa: PLC0415 - lazy: `import nbdist` stays light
+
+        self.widget = ipywidgets.HTML(value=status_html(cluster.status(), cluster))
+        self.widget.add_class("nbdist-cluster-status")
+        self._cluster = weakref.ref(cluster)
+        self._key = cluster.key
+        self._refresh_s = refresh_s
+        self._done = threading.Event()
+        threading.Thread(target=self._refresh, daemon=True, name="nbdist-status-view").start()
+
+    def _refresh(self):
+        addresses = set()
+        try:
+            while not self._done.wait(self._refresh_s):
+                cluster = self._cluster()
+                if cluster is None or not cluster.running:
+                    return
+                rows = cluster.status()
+                addresses.update(r["address"] for r in rows)
+                if not self._done.is_set():
+                    self.widget.value = status_html(rows, cluster)
+        finally:
+            for address in addresses:  # this thread's sockets
+                transport.drop_channel(address, self._key)
+
+    def finish(self, cluster):
+        """Stops refreshing and shows the final (stopped) state."""
+        self._done.set()
+        self.widget.value = status_html(cluster.status(), cluster)
+
+
+def _rss_text(row):
+    return f"{row['rss_bytes'] / 2**20:.0f} MB" if row.get("rss_bytes") else "-"
+
+
+def _summary(row):
+    """(alive text, ops count, variables text) of one status row."""
+    age = row.get("heartbeat_age_s")
+    alive = (
+        ("yes" + (f" ({age:.1f} s ago)" if age is not None else ""))
+        if row["alive"]
+        else f"no: {row.get('error', 'no answer')}"
+    )
+    ops = sum(row.get("ops_placed", {}).values()) if row["alive"] else "-"
+    variables = row.get("variables", {})
+    nbytes = sum(v.get("nbytes", 0) for v in variables.values())
+    var_text = f"{len(variables)} ({nbytes} B)" if row["alive"] else "-"
+    return alive, ops, var_text
+
+
+_COLUMNS = ("job", "index", "address", "pid", "alive", "RSS", "ops", "variables")
+
+
+def status_text(rows, cluster=None):
+    """The status rows as a plain-text table (for terminals and saved outputs)."""
+    table = [list(_COLUMNS)]
+    for r in rows:
+        alive, ops, var_text = _summary(r)
+        table.append(
+            [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
+        )
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+    title = repr(cluster) if cluster is not None else "cluster"
+    return "\n".join([title, *lines])
+
+
+def status_html(rows, cluster=None):
+    """The status rows as an HTML table (the widget's value)."""
+    head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
+    body = []
+    for r in rows:
+        alive, ops, var_text = _summary(r)
+        color = "#2a7" if r["alive"] else "#c33"
+        cells = [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
+        tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+        body.append(f'<tr style="color:{color}">{tds}</tr>')
+    title = html.escape(repr(cluster)) if cluster is not None else "cluster"
+    return (
+        f"<div><b>{title}</b><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+# -- input forms ---------------------------------------------------------------------------------
+def _make_spec(spec, jobs):
+    if spec is not None and jobs:
+        raise ValueError(f"give either job counts ({jobs}) or spec=..., not both")
+    if spec is not None:
+        return ClusterSpec(spec)
+    if not jobs:
+        raise ValueError(
+            "LocalCluster needs job sizes, e.g. LocalCluster(local=2) or LocalCluster(ps=1, worker=2)"
+        )
+    for job, count in jobs.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"job {job!r} needs a positive number of tasks, got {count!r}")
+    ports = _free_ports(sum(jobs.values()))
+    return ClusterSpec({job: [f"localhost:{ports.pop()}" for _ in range(n)] for job, n in jobs.items()})
+
+
+def _free_ports(n):
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _make_key(key):
+    if key is None:
+        return wire.new_key()
+    if isinstance(key, str):
+        try:
+            key = bytes.fromhex(key)
+        except ValueError:
+            raise ValueError(f"key must be bytes or a hex string, got {key!r}") from None
+    if not isinstance(key, bytes) or not key:
+        raise TypeError(f"key must be non-empty bytes or a hex string, got {key!r}")
+    return key
+
+
+def spec_from_json_text(text, source="--spec"):
+    """A `ClusterSpec` from JSON text (the magic's ``--spec``/``--spec-file``), errors naming the source."""
+    try:
+        return ClusterSpec(json.loads(text))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{source} is not valid JSON ({e}): {text!r}") from None
+
+
+@atexit.register
+def _stop_all_clusters():
+    for cluster in list(_clusters):
+        cluster.stop()

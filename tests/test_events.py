@@ -1,0 +1,274 @@
+"""Tests for nbdist/notebook/events.py: the event stream, its collector, report() and publishers."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+import nbdist
+from nbdist.notebook import events
+from nbdist.runtime import wire
+
+KEY = b"k" * 32
+
+
+def wait_for(predicate, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def collector():
+    stream = events.EventStream(KEY, collect=True)
+    yield stream
+    stream.close()
+
+
+@pytest.fixture
+def publisher(collector):
+    pub = events.Publisher(collector.address, "/job:worker/task:0", KEY)
+    yield pub
+    pub.close()
+
+
+@pytest.fixture
+def local_stream():
+    """The in-process stream that report() uses in the notebook, emptied first."""
+    stream = events.current_stream()
+    assert not stream.collecting
+    stream._history.clear()
+    return stream
+
+
+# ---------------------------------------------------------------- EventStream in-process
+
+
+def test_subscriber_gets_published_events():
+    stream, seen = events.EventStream(), []
+    stream.subscribe(seen.append)
+    stream.publish({"kind": "metric", "task": "notebook"})
+    assert seen == [{"kind": "metric", "task": "notebook"}]
+
+
+def test_unsubscribe_stops_delivery_and_is_idempotent():
+    stream, seen = events.EventStream(), []
+    unsubscribe = stream.subscribe(seen.append)
+    unsubscribe()
+    unsubscribe()
+    stream.publish({"kind": "metric"})
+    assert seen == []
+
+
+def test_history_filters_by_kind():
+    stream = events.EventStream()
+    for kind in ("metric", "heartbeat", "metric"):
+        stream.publish({"kind": kind})
+    assert [e["kind"] for e in stream.history("metric")] == ["metric", "metric"]
+    assert len(stream.history()) == 3
+
+
+def test_history_is_bounded_and_keeps_the_newest():
+    stream = events.EventStream(history_size=3)
+    for i in range(5):
+        stream.publish({"kind": "metric", "step": i})
+    assert [e["step"] for e in stream.history()] == [2, 3, 4]
+
+
+def test_a_failing_subscriber_does_not_stop_the_others():
+    stream, seen = events.EventStream(), []
+    stream.subscribe(lambda e: 1 / 0)
+    stream.subscribe(seen.append)
+    stream.publish({"kind": "metric"})
+    assert len(seen) == 1
+    assert stream.callback_errors == 1
+
+
+def test_subscribe_needs_a_callable():
+    with pytest.raises(TypeError, match="needs a callable taking one event dict, got 3"):
+        events.EventStream().subscribe(3)
+
+
+def test_publish_is_thread_safe():
+    stream = events.EventStream(history_size=100_000)
+    threads = [
+        threading.Thread(target=lambda: [stream.publish({"kind": "metric"}) for _ in range(500)])
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stream.history()) == 2000
+
+
+# ---------------------------------------------------------------- collector and publisher
+
+
+def test_collector_binds_a_random_loopback_port(collector):
+    assert collector.address.startswith("tcp://127.0.0.1:")
+    assert collector.collecting
+
+
+def test_pushed_event_reaches_subscribers_with_its_task(collector, publisher):
+    seen = []
+    collector.subscribe(seen.append)
+    publisher.publish({"kind": "metric", "step": 3, "time": 1.0, "metrics": {"loss": 0.5}})
+    assert wait_for(lambda: seen)
+    assert seen[0] == {
+        "kind": "metric",
+        "task": "/job:worker/task:0",
+        "step": 3,
+        "time": 1.0,
+        "metrics": {"loss": 0.5},
+    }
+
+
+def test_collector_drops_events_signed_with_another_key(collector):
+    other = events.Publisher(collector.address, "/job:evil/task:0", b"x" * 32)
+    try:
+        other.publish({"kind": "metric", "metrics": {"loss": 1.0}})
+        assert wait_for(lambda: collector.rejected == 1)
+    finally:
+        other.close()
+    assert collector.history() == []
+
+
+def test_collector_drops_unsigned_events(collector):
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(collector.address)
+    try:
+        sock.send_multipart(wire.encode("Event", 0, {"event": {"kind": "metric"}}, None))
+        assert wait_for(lambda: collector.rejected == 1)
+    finally:
+        sock.close()
+
+
+def test_collector_drops_unknown_kinds(collector, publisher):
+    publisher.publish({"kind": "bogus"})
+    assert wait_for(lambda: collector.rejected == 1)
+
+
+def test_publisher_never_blocks_and_drops_when_nobody_collects():
+    stream = events.EventStream(KEY, collect=True)
+    address = stream.address
+    stream.close(wait_s=2.0)  # nobody reads: the send buffer fills
+    pub = events.Publisher(address, "/job:worker/task:0", KEY)
+    try:
+        started = time.monotonic()
+        for _ in range(3 * events.SEND_HWM):
+            pub.publish({"kind": "metric", "metrics": {"loss": 1.0}})
+        assert time.monotonic() - started < 2.0
+        assert pub.dropped > 0
+    finally:
+        pub.close()
+
+
+def test_closed_collector_keeps_its_history(collector, publisher):
+    publisher.publish({"kind": "heartbeat", "rss_bytes": 1})
+    assert wait_for(collector.history)
+    collector.close()
+    assert not collector.collecting
+    assert collector.history("heartbeat")[0]["rss_bytes"] == 1
+
+
+# ---------------------------------------------------------------- report() in the notebook
+
+
+def test_report_in_the_notebook_publishes_a_metric_event(local_stream):
+    before = time.time()
+    assert nbdist.report(step=7, loss=0.25, accuracy=np.float32(0.5))
+    (event,) = local_stream.history("metric")
+    assert event["task"] == "notebook"
+    assert event["step"] == 7
+    assert event["metrics"] == {"loss": 0.25, "accuracy": 0.5}
+    assert before <= event["time"] <= time.time()
+
+
+def test_report_step_may_be_none(local_stream):
+    nbdist.report(loss=1)
+    assert local_stream.history("metric")[0]["step"] is None
+
+
+def test_report_accepts_one_element_arrays(local_stream):
+    nbdist.report(step=np.int64(2), loss=np.array([0.5]))
+    event = local_stream.history("metric")[0]
+    assert event["metrics"]["loss"] == 0.5
+    assert type(event["step"]) is int
+
+
+def test_report_rejects_a_non_numeric_metric():
+    with pytest.raises(TypeError, match=r"metric 'loss' must be a number .* got 'high'"):
+        nbdist.report(step=1, loss="high")
+
+
+def test_report_rejects_a_non_integer_step():
+    with pytest.raises(TypeError, match=r"step=...\) must be an integer or None, got 1.5"):
+        nbdist.report(step=1.5, loss=1.0)
+
+
+def test_report_needs_a_metric():
+    with pytest.raises(ValueError, match="needs at least one metric"):
+        nbdist.report(step=1)
+
+
+def test_report_trace_publishes_the_step_stats(local_stream):
+    md = nbdist.RunMetadata()
+    with nbdist.Graph().as_default() as g:
+        y = nbdist.constant(2.0) * 3.0
+        with nbdist.Session(graph=g) as sess:
+            sess.run(y, options=nbdist.RunOptions(trace_level=nbdist.RunOptions.FULL_TRACE), run_metadata=md)
+    events.report_trace(md, step=4)
+    (event,) = local_stream.history("trace")
+    assert event["step"] == 4
+    assert {n["op"] for n in event["dev_stats"][0]["node_stats"]} >= {"Mul"}
+
+
+# ---------------------------------------------------------------- which stream is current
+
+
+def test_current_stream_is_the_latest_activated_one():
+    a, b = events.EventStream(), events.EventStream()
+    events.activate(a)
+    events.activate(b)
+    try:
+        assert events.current_stream() is b
+        events.deactivate(b)
+        assert events.current_stream() is a
+    finally:
+        events.deactivate(a)
+        events.deactivate(b)
+    assert not events.current_stream().collecting
+
+
+def test_rss_bytes_is_positive_on_linux():
+    assert events.rss_bytes() > 1_000_000
+
+
+# ---------------------------------------------------------------- from real task processes
+
+
+@pytest.mark.slow
+def test_tasks_send_heartbeats_and_reported_metrics():
+    with nbdist.LocalCluster(worker=1) as cluster:
+        assert events.current_stream() is cluster.events
+        assert wait_for(lambda: cluster.events.history("heartbeat"), 5.0)
+        heartbeat = cluster.events.history("heartbeat")[0]
+        assert heartbeat["task"] == "/job:worker/task:0"
+        assert heartbeat["rss_bytes"] > 1_000_000
+        from nbdist.notebook import task_exec
+
+        task_exec.run_cell(
+            [("worker", 0, cluster.cluster_spec.task_address("worker", 0))],
+            "tf.report(step=task_index, loss=0.5)",
+            cluster.key,
+        )
+        assert wait_for(lambda: cluster.events.history("metric"), 5.0)
+        metric = cluster.events.history("metric")[0]
+        assert (metric["task"], metric["step"], metric["metrics"]) == ("/job:worker/task:0", 0, {"loss": 0.5})

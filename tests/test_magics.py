@@ -1,0 +1,252 @@
+"""Tests for nbdist/notebook/magics.py: %dtf_cluster and %%dtf_worker on a real IPython shell."""
+
+import json
+import os
+import sys
+import time
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from nbdist.notebook import cluster as cluster_lib
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def gone(pids, timeout_s=1.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbdist")
+    yield shell
+    running = cluster_lib.current()
+    if running is not None:
+        running.stop()
+
+
+@pytest.fixture
+def stop_after(ip):
+    yield
+    running = cluster_lib.current()
+    if running is not None:
+        running.stop()
+
+
+# ---------------------------------------------------------------- loading and help
+
+
+def test_load_ext_registers_both_magics(ip):
+    magics = ip.magics_manager.magics
+    assert "dtf_cluster" in magics["line"]
+    assert "dtf_worker" in magics["cell"]
+
+
+def test_help_shows_the_usage_from_magic_arguments(ip):
+    doc = ip.magics_manager.magics["line"]["dtf_cluster"].__doc__
+    assert "%dtf_cluster [--spec JSON] [--spec-file PATH] [--timeout S]" in doc
+    assert "--tasks I,J" in ip.magics_manager.magics["cell"]["dtf_worker"].__doc__
+
+
+def test_unload_removes_the_magics():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("unload_ext", "nbdist")
+    try:
+        assert "dtf_cluster" not in shell.magics_manager.magics["line"]
+    finally:
+        shell.run_line_magic("load_ext", "nbdist")
+    assert "dtf_cluster" in shell.magics_manager.magics["line"]
+
+
+# ---------------------------------------------------------------- misuse (no processes)
+
+
+def test_a_word_that_is_not_job_equals_count_is_a_usage_error(ip):
+    with pytest.raises(UsageError, match=r"'ps' is not JOB=N .* e.g. `%dtf_cluster local=2`"):
+        ip.run_line_magic("dtf_cluster", "ps worker=2")
+
+
+def test_a_zero_count_is_a_usage_error(ip):
+    with pytest.raises(UsageError, match="'worker=0' is not JOB=N"):
+        ip.run_line_magic("dtf_cluster", "worker=0")
+
+
+def test_an_invalid_job_name_is_a_usage_error(ip):
+    with pytest.raises(UsageError, match="job name '1x' is invalid"):
+        ip.run_line_magic("dtf_cluster", "1x=2")
+
+
+def test_jobs_and_spec_together_are_a_usage_error(ip):
+    with pytest.raises(UsageError, match=r"job sizes .* or --spec/--spec-file, not both"):
+        ip.run_line_magic("dtf_cluster", """worker=1 --spec '{"a": ["localhost:1"]}'""")
+
+
+def test_bad_spec_json_is_a_usage_error(ip):
+    with pytest.raises(UsageError, match="--spec is not valid JSON"):
+        ip.run_line_magic("dtf_cluster", "--spec '{oops'")
+
+
+def test_missing_spec_file_is_a_usage_error(ip, tmp_path):
+    with pytest.raises(UsageError, match=r"cannot read .*nope\.json"):
+        ip.run_line_magic("dtf_cluster", f"--spec-file {tmp_path / 'nope.json'}")
+
+
+def test_stop_takes_no_other_arguments(ip):
+    with pytest.raises(UsageError, match="%dtf_cluster stop takes no other arguments"):
+        ip.run_line_magic("dtf_cluster", "stop worker=1")
+
+
+def test_dtf_worker_needs_a_running_cluster(ip):
+    assert cluster_lib.current() is None
+    with pytest.raises(UsageError, match="needs a running cluster: run `%dtf_cluster ps=1 worker=2` first"):
+        ip.run_cell_magic("dtf_worker", "", "print(1)")
+
+
+def test_status_without_a_cluster_says_how_to_start_one(ip):
+    with capture_output() as out:
+        assert ip.run_line_magic("dtf_cluster", "") is None
+    assert "start one with `%dtf_cluster local=2`" in out.stdout
+
+
+# ---------------------------------------------------------------- real clusters
+
+
+@pytest.mark.slow
+def test_dtf_cluster_starts_binds_and_returns_the_cluster(ip, stop_after):
+    with capture_output() as out:
+        cluster = ip.run_line_magic("dtf_cluster", "local=2")
+    assert ip.user_ns["dtf"] is cluster
+    assert cluster.running
+    assert sorted(cluster.pids) == [("local", 0), ("local", 1)]
+    assert "local  0" in out.stdout  # the text status table, outside a kernel
+
+
+@pytest.mark.slow
+def test_a_second_dtf_cluster_stops_the_first(ip, stop_after):
+    with capture_output():
+        first = ip.run_line_magic("dtf_cluster", "local=1")
+        pids = list(first.pids.values())
+        second = ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+    assert not first.running
+    assert gone(pids)
+    assert second.cluster_spec.jobs == ["ps", "worker"]
+    assert ip.user_ns["dtf"] is second
+
+
+@pytest.mark.slow
+def test_spec_file_starts_the_local_tasks(ip, stop_after, tmp_path):
+    spec = {"local": [f"localhost:{p}" for p in cluster_lib._free_ports(2)]}
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(spec))
+    with capture_output():
+        cluster = ip.run_line_magic("dtf_cluster", f"--spec-file {path}")
+    assert cluster.cluster_spec.as_dict() == spec
+    assert len(cluster.pids) == 2
+
+
+@pytest.mark.slow
+def test_status_stop_and_restart(ip, stop_after):
+    with capture_output() as out:
+        cluster = ip.run_line_magic("dtf_cluster", "local=1")
+        assert ip.run_line_magic("dtf_cluster", "status") is cluster
+        old = list(cluster.pids.values())
+        assert ip.run_line_magic("dtf_cluster", "restart") is cluster
+        assert gone(old)
+        assert cluster.running
+        ip.run_line_magic("dtf_cluster", "stop")
+    assert not cluster.running
+    assert "Stopped <LocalCluster local=1 (stopped)" in out.stdout
+
+
+@pytest.mark.slow
+def test_dtf_worker_runs_on_every_worker_with_prefixed_output(ip, stop_after):
+    with capture_output() as out:
+        ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+        results = ip.run_cell_magic("dtf_worker", "", "print('I am', job_name, task_index)\ntask_index * 2")
+    assert "[worker:0] I am worker 0" in out.stdout
+    assert "[worker:1] I am worker 1" in out.stdout
+    assert results == {"worker:0": 0, "worker:1": 2}
+
+
+@pytest.mark.slow
+def test_dtf_worker_selects_job_and_tasks(ip, stop_after):
+    with capture_output() as out:
+        ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+        results = ip.run_cell_magic("dtf_worker", "--job worker --tasks 1", "task_index")
+        ps = ip.run_cell_magic("dtf_worker", "--job ps", "job_name")
+    assert results == {"worker:1": 1}
+    assert ps == {"ps:0": "ps"}
+    assert out.stdout.count("[worker:0]") == 0
+
+
+@pytest.mark.slow
+def test_dtf_worker_rejects_an_unknown_task(ip, stop_after):
+    with capture_output():
+        ip.run_line_magic("dtf_cluster", "worker=2")
+    with pytest.raises(UsageError, match=r"job 'worker' has tasks \[0, 1\], not \[5\]"):
+        ip.run_cell_magic("dtf_worker", "--tasks 0,5", "1")
+
+
+@pytest.mark.slow
+def test_dtf_worker_raises_the_remote_error(ip, stop_after):
+    with capture_output():
+        ip.run_line_magic("dtf_cluster", "worker=1")
+    with pytest.raises(KeyError, match=r"\[worker:0\] KeyError: 'missing'"):
+        ip.run_cell_magic("dtf_worker", "", "{}['missing']")
+
+
+@pytest.mark.slow
+def test_dtf_worker_timeout(ip, stop_after):
+    with capture_output():
+        ip.run_line_magic("dtf_cluster", "worker=1")
+    with pytest.raises(TimeoutError, match=r"worker:0 still running after 0\.3 s"):
+        ip.run_cell_magic("dtf_worker", "--timeout 0.3", "import time\ntime.sleep(20)")
+
+
+@pytest.mark.slow
+def test_quoted_spec_json_starts_the_cluster(ip, stop_after):
+    port = cluster_lib._free_ports(1)[0]
+    with capture_output():
+        cluster = ip.run_line_magic("dtf_cluster", f"""--spec '{{"solo": ["localhost:{port}"]}}'""")
+    assert cluster.cluster_spec.as_dict() == {"solo": [f"localhost:{port}"]}
+    assert cluster.running
+
+
+def test_import_nbdist_does_not_load_ipython_or_the_notebook_layer():
+    import subprocess
+
+    from procs import REPO
+
+    code = "import sys, nbdist; print(sorted(m for m in ('IPython', 'ipywidgets', 'nbdist.notebook.magics') if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": REPO, "PATH": "/usr/bin:/bin"},
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_load_ext_works_through_the_lazy_package_attribute():
+    import nbdist
+    from nbdist.notebook import magics
+
+    assert nbdist.load_ipython_extension is magics.load_ipython_extension

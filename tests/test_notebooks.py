@@ -1,0 +1,270 @@
+"""Notebooks run in real Jupyter kernels (nbclient / jupyter_client).
+
+- every notebook under notebooks/ executes top to bottom without an error output;
+- notebooks are committed with their outputs stripped (checked on the files on disk);
+- the extension's end-to-end scenario: `%dtf_cluster local=2`, a graph across both tasks,
+  `%%dtf_worker` async training on `ps=1 worker=2` reporting losses, `%dtf_cluster stop`;
+- a kernel killed with SIGKILL leaves no server process behind; the kernel's interrupt
+  button interrupts a `%%dtf_worker` cell on every task and the cluster stays usable.
+"""
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from procs import REPO
+
+NOTEBOOKS = sorted((Path(REPO) / "notebooks").glob("*.ipynb"))
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    """Kernels started by the test import this checkout of nbdist."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
+
+
+def execute(nb, cwd):
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        store_widget_state=True,
+    ).execute()
+    return nb
+
+
+def outputs_text(nb):
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "stream":
+                parts.append(out["text"])
+            elif out["output_type"] == "error":
+                parts.append(f"ERROR {out['ename']}: {out['evalue']}")
+            else:
+                parts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def errors_of(nb):
+    return [
+        f"{o['ename']}: {o['evalue']}\n" + "\n".join(o.get("traceback", []))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------- the tutorial notebooks
+
+
+def test_there_are_notebooks():
+    names = [p.name for p in NOTEBOOKS]
+    assert "01_hello_distributed.ipynb" in names
+    assert "02_cluster_and_servers.ipynb" in names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_with_outputs_stripped(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+    assert dirty == [], f"{path.name}: cells {dirty} have outputs; strip them before committing"
+    assert "widgets" not in nb.metadata, f"{path.name} keeps widget state; strip it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_starts_with_load_ext_and_names_its_kernel(path):
+    nb = nbformat.read(path, as_version=4)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert first_code.source.startswith("%load_ext nbdist")
+    assert nb.metadata.kernelspec.name == "python3"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_without_errors(path, kernel_env):
+    nb = nbformat.read(path, as_version=4)
+    started = time.monotonic()
+    execute(nb, path.parent)
+    assert errors_of(nb) == []
+    assert time.monotonic() - started < 60
+
+
+# ---------------------------------------------------------------- the extension, end to end
+
+TRAIN_CELL = """%%dtf_worker
+import time
+import numpy as np
+rng = np.random.RandomState(task_index)
+X = rng.randn(64, 3).astype(np.float32)
+y = X @ np.array([[1.0], [-2.0], [0.5]], dtype=np.float32)
+with tf.Graph().as_default():
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(tf.zeros([3, 1]), name="w")
+        global_step = tf.train.get_or_create_global_step()
+    with tf.device(f"/job:worker/task:{task_index}"):
+        xs = tf.placeholder(tf.float32, [None, 3])
+        ys = tf.placeholder(tf.float32, [None, 1])
+        loss = tf.reduce_mean(tf.square(tf.matmul(xs, w) - ys))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+    sess = tf.Session(server.target)
+    if task_index == 0:
+        sess.run(tf.global_variables_initializer())
+    while True:  # the other workers wait until the chief has initialized the shared variables
+        try:
+            sess.run(w)
+            break
+        except tf.errors.FailedPreconditionError:
+            time.sleep(0.05)
+    for _ in range(15):
+        _, value, step = sess.run([train, loss, global_step], {xs: X, ys: y})
+        tf.report(step=int(step), loss=float(value))
+        print(f"step {step} loss {value:.4f}")
+"""
+
+
+def scenario_notebook():
+    cells = [
+        "%load_ext nbdist\nimport time\nimport numpy as np\nimport nbdist as tf\nnp.random.seed(0)",
+        "%dtf_cluster local=2",
+        textwrap.dedent("""\
+            with tf.device("/job:local/task:1"):
+                b = tf.matmul(tf.constant(np.eye(2)), tf.constant(np.full((2, 2), 3.0)))
+            with tf.device("/job:local/task:0"):
+                total = tf.reduce_sum(b)
+            with tf.Session(dtf.target("local", 0)) as sess:
+                print("total across both tasks:", sess.run(total))"""),
+        "%dtf_cluster ps=1 worker=2",
+        TRAIN_CELL,
+        textwrap.dedent("""\
+            time.sleep(0.3)
+            reported = dtf.events.history("metric")
+            print("reported by", sorted({e["task"] for e in reported}))
+            print("last losses", {e["task"]: round(e["metrics"]["loss"], 4) for e in reported})"""),
+        "%dtf_cluster stop",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+@pytest.mark.slow
+def test_scenario_cluster_graph_and_async_training(tmp_path, kernel_env):
+    nb = execute(scenario_notebook(), tmp_path)
+    assert errors_of(nb) == []
+    text = outputs_text(nb)
+    assert "total across both tasks: 12.0" in text
+    for task in (0, 1):
+        assert f"[worker:{task}] step " in text
+        assert f"[worker:{task}] " in text and " loss " in text
+    assert "reported by ['/job:worker/task:0', '/job:worker/task:1']" in text
+    assert "last losses {'/job:worker/task:0':" in text
+    assert "Stopped <LocalCluster ps=1 worker=2 (stopped)" in text
+    states = nb.metadata["widgets"][WIDGET_STATE]["state"].values()
+    views = [s["state"] for s in states if "nbdist-cluster-status" in s["state"].get("_dom_classes", [])]
+    assert len(views) == 2  # one per %dtf_cluster
+    assert all("(stopped)" in v["value"] for v in views)
+
+
+# ---------------------------------------------------------------- kernels killed and interrupted
+
+
+class Kernel:
+    """A real ipykernel driven through jupyter_client; collects each execution's stream output."""
+
+    def __init__(self):
+        from jupyter_client.manager import start_new_kernel
+
+        self.km, self.kc = start_new_kernel(kernel_name="python3")
+
+    def run(self, code, timeout_s=60):
+        out = []
+
+        def hook(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append(f"ERROR {msg['content']['ename']}")
+
+        reply = self.kc.execute_interactive(code, timeout=timeout_s, output_hook=hook)
+        return reply["content"]["status"], "".join(out)
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)  # also cleans up after a kernel that was killed
+        self.km.context.destroy(linger=0)  # the manager's own zmq context (not the global one)
+
+
+@pytest.fixture
+def kernel(kernel_env):
+    k = Kernel()
+    yield k
+    k.close()
+
+
+@pytest.mark.slow
+def test_sigkilled_kernel_leaves_no_server_process(kernel):
+    status, out = kernel.run(
+        "%load_ext nbdist\n%dtf_cluster ps=1 worker=2\nimport os\nprint(os.getpid(), *dtf.pids.values())"
+    )
+    assert status == "ok", out
+    kernel_pid, *server_pids = (int(p) for p in out.split()[-4:])
+    assert len(server_pids) == 3 and all(alive(p) for p in server_pids)
+    os.kill(kernel_pid, signal.SIGKILL)
+    assert wait_gone(server_pids, 3.0), [p for p in server_pids if alive(p)]
+
+
+@pytest.mark.slow
+def test_kernel_interrupt_interrupts_every_task_and_keeps_the_cluster(kernel):
+    status, out = kernel.run("%load_ext nbdist\n%dtf_cluster worker=2\nprint(*dtf.pids.values())")
+    pids = [int(p) for p in out.split()[-2:]]
+    kernel.kc.execute(
+        "%%dtf_worker\nimport time\nprint('sleeping', flush=True)\n"
+        "for _ in range(600):\n    time.sleep(0.1)\ndone = True",
+        stop_on_error=False,  # the kernel must not abort the next request after the interrupt
+    )
+    time.sleep(1.5)
+    started = time.monotonic()
+    kernel.km.interrupt_kernel()
+    msg = kernel.kc.get_shell_msg(timeout=10)
+    assert msg["content"]["status"] == "error"
+    assert msg["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - started < 6
+    assert all(alive(p) for p in pids)
+    status, out = kernel.run("%%dtf_worker\nprint('still here', globals().get('done', False))")
+    assert status == "ok", out
+    assert "[worker:0] still here False" in out
+    assert "[worker:1] still here False" in out
