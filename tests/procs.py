@@ -38,9 +38,23 @@ class ServerProcs:
         for job, addresses in cluster.items():
             for i in range(len(addresses)):
                 self.procs[(job, i)] = subprocess.Popen(
-                    [sys.executable, "-m", "nbdist.server", "--cluster", json.dumps(cluster),
-                     "--job", job, "--task", str(i), "--parent-pid", str(os.getpid())],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                    [
+                        sys.executable,
+                        "-m",
+                        "nbdist.server",
+                        "--cluster",
+                        json.dumps(cluster),
+                        "--job",
+                        job,
+                        "--task",
+                        str(i),
+                        "--parent-pid",
+                        str(os.getpid()),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    text=True,
                 )
         try:
             self._wait_ready(ready_timeout_s)

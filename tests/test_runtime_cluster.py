@@ -104,8 +104,11 @@ def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(ps_worker):
 def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(ps_worker):
     with tf.device("/job:ps/task:3"):
         v = tf.Variable(1.0, name="far_away")
-    with tf.Session(ps_worker.target("worker", 0)) as sess, pytest.raises(
-        tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"
+    with (
+        tf.Session(ps_worker.target("worker", 0)) as sess,
+        pytest.raises(
+            tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"
+        ),
     ):
         sess.run(v.initializer)
 
@@ -114,8 +117,11 @@ def test_remote_kernel_error_has_tf_class_node_and_task(two_tasks):
     with tf.device("/job:local/task:1"):
         v = tf.Variable([1.0, 2.0], name="never_initialized")
         y = v * 2.0
-    with tf.Session(two_tasks.target("local", 0)) as sess, pytest.raises(
-        tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"
+    with (
+        tf.Session(two_tasks.target("local", 0)) as sess,
+        pytest.raises(
+            tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"
+        ),
     ):
         sess.run(y)
 

@@ -223,6 +223,10 @@ class LocalCluster:
         task.wake.wait(max(0.0, remaining))
         if task.is_ready and task.alive:
             return
+        if not task.is_ready and task.wake.is_set():
+            # Its pipes closed first: the process is exiting; let it finish to read its code.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                task.proc.wait(2.0)
         if task.alive:
             task.signal(signal.SIGKILL)
             task.proc.wait(5)

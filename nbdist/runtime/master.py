@@ -133,23 +133,24 @@ class MasterService:
     # -- RunStep (I/O thread) ----------------------------------------------------------------------
     def run_step(self, msg, responder):
         """Starts one step; the reply goes through `responder`. Runs on the I/O thread."""
+        arrived_s = time.time()  # the RunStep span starts here, before any planning
         session = self._session(msg["handle"])
         plan = session.steps.get(_signature(session, msg))
         if plan is None:
-            self.loop.submit(self._plan_then_start, session, msg, responder)
+            self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
         else:
             calls = [_event("master", "PartitionCache", self.task_device, hit=True)]
-            _Step(self, plan, msg, responder, calls, new=False).start()
+            _Step(self, plan, msg, responder, calls, False, arrived_s).start()
         return DEFERRED
 
-    def _plan_then_start(self, session, msg, responder):
+    def _plan_then_start(self, session, msg, responder, arrived_s):
         calls = []
         try:
             plan = self._plan(session, msg, calls)
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
-        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, new=True).start())
+        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s).start())
 
     # -- planning (pool) --------------------------------------------------------------------------------
     def _plan(self, session, msg, calls):
@@ -243,7 +244,7 @@ class MasterService:
 class _Step:
     """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, master, plan, msg, responder, calls, new):
+    def __init__(self, master, plan, msg, responder, calls, new, start_s):
         self.master = master
         self.plan = plan
         self.feeds = msg.get("feeds", {})
@@ -254,7 +255,7 @@ class _Step:
         self.calls = calls
         self.new = new
         self.step_id = next(master._step_ids)
-        self.start_s = time.time()
+        self.start_s = start_s
         self.results = {}
         self.waiting = set(plan.parts)
         self.requests = {}

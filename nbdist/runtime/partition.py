@@ -7,6 +7,8 @@ an empty tensor after the source op has run. One `_Send` serves every consumer o
 tensor on the same task.
 """
 
+import hashlib
+
 import numpy as np
 
 from nbdist.graph import dtypes as _dtypes
@@ -78,16 +80,24 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
     for node in nodes:
         device = placement[node.name]
         part = part_of(device)
-        new_inputs = []
+        new_inputs, controls = [], {}  # controls: source device -> crossing control inputs
         for inp in node.input:
             control = inp.startswith("^")
             src = inp[1:] if control else inp.rpartition(":")[0]
             src_device = placement.get(src, device)
             if task_prefix(src_device) == task_prefix(device):
                 new_inputs.append(inp)
-                continue
-            recv = _cross(parts, part_of, sends, inp, src, src_device, device, control, by_name)
-            new_inputs.append(f"^{recv}" if control else f"{recv}:0")
+            elif control:
+                controls.setdefault(src_device, []).append(inp)
+            else:
+                recv = _cross(
+                    part_of, sends, inp, src_device, device, by_name[src].output[int(inp.rpartition(":")[2])]
+                )
+                new_inputs.append(f"{recv}:0")
+        for src_device, inps in controls.items():
+            # All control edges from one task into this node share one trigger, one message.
+            recv = _cross_control(part_of, sends, tuple(inps), src_device, device)
+            new_inputs.append(f"^{recv}")
         copy = node.copy()
         copy.input = new_inputs
         copy.device = device
@@ -101,43 +111,60 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
     return parts
 
 
-def _cross(parts, part_of, sends, inp, src, src_device, dst_device, control, by_name):
-    """Adds (once per tensor and destination task) the `_Send`/`_Recv` pair for an edge."""
-    dst_task = task_prefix(dst_device)
-    memo_key = (inp, dst_task)
-    if memo_key in sends:
-        return sends[memo_key]
-    src_part = part_of(src_device)
-    safe = inp.replace("^", "ctrl_").replace(":", "_")
-    key = f"{src_device};{dst_device};{inp}"
-    if control:
+def _cross(part_of, sends, tensor, src_device, dst_device, spec):
+    """Adds (once per tensor and destination task) the `_Send`/`_Recv` pair for a data edge."""
+    memo_key = (tensor, task_prefix(dst_device))
+    if memo_key not in sends:
+        safe = tensor.replace(":", "_")
+        sends[memo_key] = _pair(part_of, tensor, safe, src_device, dst_device, spec)
+    return sends[memo_key]
+
+
+def _cross_control(part_of, sends, inputs, src_device, dst_device):
+    """One `_ControlTrigger` after `inputs` (ops of one task) and its `_Send`/`_Recv` pair."""
+    memo_key = (inputs, task_prefix(dst_device))
+    if memo_key not in sends:
+        safe = f"ctrl_{inputs[0][1:]}"
+        if len(inputs) > 1:  # unique per group of sources, readable by its first one
+            digest = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:8]
+            safe += f"+{len(inputs) - 1}_{digest}"
+        spec = (_dtypes.float32, TensorShape([0]))
         trigger = NodeDef(
-            f"_trigger/{safe}/{_short(dst_task)}",
+            f"_trigger/{safe}/{_short(task_prefix(dst_device))}",
             "_ControlTrigger",
-            [inp],
+            list(inputs),
             src_device,
             {},
-            [(_dtypes.float32, TensorShape([0]))],
+            [spec],
         )
-        src_part.nodes.append(trigger)
-        tensor, dtype, shape = f"{trigger.name}:0", _dtypes.float32, TensorShape([0])
-    else:
-        index = int(inp.rpartition(":")[2])
-        dtype, shape = by_name[src].output[index]
-        tensor = inp
-    attrs = {"key": key, "send_device": src_device, "recv_device": dst_device, "tensor_name": inp}
-    send = NodeDef(f"_send/{safe}/{_short(dst_task)}", "_Send", [tensor], src_device, attrs, [])
+        part_of(src_device).nodes.append(trigger)
+        # tensor_name names the (first) op waited for; control_inputs lists them all.
+        extra = {"tensor_name": inputs[0], "control_inputs": [i[1:] for i in inputs]}
+        sends[memo_key] = _pair(part_of, f"{trigger.name}:0", safe, src_device, dst_device, spec, extra)
+    return sends[memo_key]
+
+
+def _pair(part_of, tensor, safe, src_device, dst_device, spec, extra=None):
+    dtype, shape = spec
+    dst = _short(task_prefix(dst_device))
+    attrs = {
+        "key": f"{src_device};{dst_device};{tensor}",
+        "send_device": src_device,
+        "recv_device": dst_device,
+        "tensor_name": tensor,
+        **(extra or {}),
+    }
+    send = NodeDef(f"_send/{safe}/{dst}", "_Send", [tensor], src_device, attrs, [])
     recv = NodeDef(
-        f"_recv/{safe}/{_short(dst_task)}",
+        f"_recv/{safe}/{dst}",
         "_Recv",
         [],
         dst_device,
         {**attrs, "tensor_type": dtype, "tensor_shape": shape},
-        [(dtype, shape)],
+        [spec],
     )
-    src_part.nodes.append(send)
+    part_of(src_device).nodes.append(send)
     part_of(dst_device).nodes.append(recv)
-    sends[memo_key] = recv.name
     return recv.name
 
 

@@ -10,6 +10,7 @@ Replies from other threads reach the ROUTER through an inproc PUSH/PULL pair.
 """
 
 import collections
+import contextlib
 import heapq
 import itertools
 import threading
@@ -117,6 +118,8 @@ class ServingLoop:
                 break
             if self._inbox in ready:
                 self._drain_inbox()
+            while self._posted:
+                self._guard(self._posted.popleft())
             if self._router in ready:
                 while self._router.poll(0):
                     self._dispatch(self._router.recv_multipart(copy=False))
@@ -185,7 +188,10 @@ class ServingLoop:
         """Runs `fn` on the I/O thread soon (callable from any thread)."""
         self._posted.append(fn)
         if threading.get_ident() != self._io_ident:
-            self._outbox().send(_WAKE)
+            # Never block: if the wake-up cannot be queued, the loop still runs posted
+            # callbacks at its next turn (at most one poll timeout later).
+            with contextlib.suppress(zmq.Again, zmq.ZMQError):
+                self._outbox().send(_WAKE, zmq.DONTWAIT)
 
     def submit(self, fn, *args):
         """Runs `fn(*args)` on the handler pool."""
@@ -232,13 +238,15 @@ class ServingLoop:
             return
         frames = self._encode_reply(reply_type, body, request_id)
         sock = self._router if self.on_io_thread else self._outbox()
-        wire.send_frames(sock, frames, prefix=[identity])
+        with contextlib.suppress(zmq.Again):  # only when the loop stopped meanwhile
+            wire.send_frames(sock, frames, prefix=[identity])
 
     def _outbox(self):
         sock = getattr(self._outboxes, "socket", None)
         if sock is None:
             sock = context().socket(zmq.PUSH)
             sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDTIMEO, 2000)  # a stopped loop must not hang a pool thread
             sock.connect(self._inbox_address)
             self._outboxes.socket = sock
             with self._outbox_lock:

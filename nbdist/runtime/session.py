@@ -7,7 +7,6 @@ a remote target (``"zmq://host:port"``, ``"grpc://host:port"`` or ``"host:port"`
 is served by the master of that task (see `nbdist.runtime.remote`).
 """
 
-import contextlib
 import threading
 import time
 
@@ -162,8 +161,10 @@ class BaseSession:
         self.close()
 
     def __del__(self):
-        with contextlib.suppress(Exception):  # never raise from a finalizer
+        try:  # noqa: SIM105 - at interpreter exit module globals (contextlib) may be None
             self.close()
+        except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
+            pass
 
     def __repr__(self):
         where = self._target or "local"

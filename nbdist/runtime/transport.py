@@ -72,8 +72,10 @@ class Channel:
         self.socket.close(linger=0)
 
     def __del__(self):  # a thread's channels die with the thread: close their sockets
-        with contextlib.suppress(Exception):  # never raise from a finalizer
+        try:  # noqa: SIM105 - at interpreter exit module globals (contextlib) may be None
             self.close()
+        except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
+            pass
 
     def poll_events(self):
         """Drains connection events; updates `connected`."""

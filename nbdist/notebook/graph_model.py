@@ -1,0 +1,335 @@
+"""What every view of a graph is drawn from: tasks, their colours, and the normalised graph.
+
+Three inputs describe a graph (`graph_model` normalises them once into a `GraphModel`):
+
+- a `tf.Graph` (or a Session, Tensor or Operation: their graph): the *requested* devices,
+  as recorded by ``tf.device`` scopes, before the master placed anything;
+- a traced `tf.RunMetadata` of a distributed step: the *placed & partitioned* graph, one
+  partition per task, where each cross-task edge became a ``_Send``/``_Recv`` pair;
+- a GraphDef dict (``{"node": [...]}``).
+
+Colours encode tasks: one hue per job (ps orange, worker blue, chief green, ...) and one
+shade per task, the same before and after placement. Name scopes (and series of numbered
+siblings, ``layer1``..``layer9``) can be collapsed into one node per task. Pure data: the
+drawing is in `nbdist.notebook.render` (graphs), `charts` (placement, metrics) and `trace`.
+"""
+
+import collections
+import difflib
+import re
+
+from nbdist.graph.device import DeviceSpec
+from nbdist.graph.graph import Operation, Tensor
+from nbdist.graph.graph_def import node_def_of, nodes_from_graph_def
+
+VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
+TRANSFER_OPS = frozenset({"_Send", "_Recv", "_ControlTrigger"})
+SERIES_MIN = 4  # sibling scopes numbered alike (layer1, layer2, ...) collapse into one series node
+TRANSFER_COLOR = "#d62728"
+UNPLACED_COLOR = "#e8e8e8"
+_SERIES_RE = re.compile(r"(.+?)_?(\d*)")
+_JOB_ORDER = ("chief", "master", "ps", "worker", "evaluator", "localhost", "local")
+# (light, dark) per job: tasks of one job share a hue, each task gets its own shade.
+_HUES = {
+    "ps": ("#fee0b6", "#f07d1c"),
+    "worker": ("#d0e4f5", "#3f8fcb"),
+    "chief": ("#d5efcf", "#41a85f"),
+    "master": ("#d5efcf", "#41a85f"),
+    "localhost": ("#e3e0f0", "#8b7fc0"),
+    "local": ("#e3e0f0", "#8b7fc0"),
+}
+_OTHER_HUES = [("#fbd4e4", "#d6508e"), ("#f6efb5", "#c9a800"), ("#d3f0ee", "#2aa198"), ("#eadcd0", "#9c6b45")]
+
+
+# -- tasks and colours --------------------------------------------------------------------------
+def task_label(device):
+    """``/job:J/task:T`` of a (possibly partial) device; ``""`` when no job was requested."""
+    try:
+        spec = DeviceSpec.from_string(device or "")
+    except (TypeError, ValueError):
+        return str(device)
+    if spec.job is None:
+        return ""
+    return f"/job:{spec.job}" + ("" if spec.task is None else f"/task:{spec.task}")
+
+
+def _spec(task):
+    """The `DeviceSpec` of a task label; names that are not devices (``"notebook"``) give an empty one."""
+    try:
+        return DeviceSpec.from_string(task or "")
+    except (TypeError, ValueError):
+        return DeviceSpec()
+
+
+def task_sort_key(task):
+    """Display order: chief/master, ps, worker, other jobs; tasks by index; unnamed last."""
+    spec = _spec(task)
+    job = spec.job or ""
+    rank = _JOB_ORDER.index(job) if job in _JOB_ORDER else len(_JOB_ORDER)
+    return (not task, rank, job, -1 if spec.task is None else spec.task, task or "")
+
+
+def mix_colors(a, b, t):
+    """``#rrggbb`` a fraction `t` of the way from colour `a` to colour `b`."""
+    ca, cb = (tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in (a, b))
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
+
+
+def _spread(i):
+    """0, .5, .25, .75, .125, ...: distinct shades for any number of tasks (van der Corput)."""
+    out, base = 0.0, 0.5
+    while i:
+        out += base * (i & 1)
+        i >>= 1
+        base /= 2
+    return out
+
+
+def task_color(task):
+    """The fill colour of a task label (``/job:ps/task:1``); grey when no task is known."""
+    spec = _spec(task)
+    if spec.job is None:
+        return UNPLACED_COLOR
+    hue = _HUES.get(spec.job) or _OTHER_HUES[sum(map(ord, spec.job)) % len(_OTHER_HUES)]
+    return mix_colors(*hue, 0.15 + 0.7 * _spread(spec.task or 0))
+
+
+def tint(color, amount=0.82):
+    """`color` mixed towards white (box backgrounds)."""
+    return mix_colors(color, "#ffffff", amount)
+
+
+def format_bytes(n):
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def format_spec(dtype, shape):
+    """``float32[3,2]`` (``?`` for unknown dims, ``[...]`` for unknown rank)."""
+    name = getattr(dtype, "name", dtype)
+    dims = getattr(shape, "dims", shape)
+    if dims is None:
+        return f"{name}[...]"
+    return f"{name}[{','.join('?' if d is None else str(d) for d in dims)}]"
+
+
+def nbytes_of(dtype, shape):
+    """Bytes of a tensor of `dtype`/`shape`, or None if the shape is not fully known."""
+    dims = getattr(shape, "dims", shape)
+    if dims is None or any(d is None for d in dims):
+        return None
+    count = 1
+    for d in dims:
+        count *= d
+    return count * getattr(dtype, "size", 0)
+
+
+# -- the graph, normalised ------------------------------------------------------------------------
+class GraphModel:
+    """The nodes of one view of a graph, each with its task.
+
+    Attributes:
+        nodes: `NodeDef`s; ``mode`` is ``"requested"`` or ``"placed"``.
+        task: node name -> task label (``""`` when no device was requested).
+        transfer_bytes: rendezvous key -> bytes measured in a traced step.
+    """
+
+    def __init__(self, nodes, mode, transfer_bytes=None):
+        self.nodes = list(nodes)
+        self.mode = mode
+        self.by_name = {n.name: n for n in self.nodes}
+        self.task = {n.name: task_label(n.device) for n in self.nodes}
+        self.transfer_bytes = dict(transfer_bytes or {})
+        self._sends = {n.attr.get("key"): n.name for n in self.nodes if n.op == "_Send"}
+
+    def tasks(self):
+        return sorted(set(self.task.values()), key=task_sort_key)
+
+    def pairs(self):
+        """``(send name, recv name)`` of each ``_Send``/``_Recv`` pair, by rendezvous key."""
+        return [
+            (self._sends[n.attr.get("key")], n.name)
+            for n in self.nodes
+            if n.op == "_Recv" and n.attr.get("key") in self._sends
+        ]
+
+    def pair_bytes(self, recv):
+        """Bytes one ``_Recv`` gets per step: measured when traced, else from its dtype/shape."""
+        measured = self.transfer_bytes.get(recv.attr.get("key"))
+        if measured is not None:
+            return measured
+        return nbytes_of(recv.attr.get("tensor_type"), recv.attr.get("tensor_shape"))
+
+    def needed(self, fetches):
+        """Names of the nodes `fetches` depend on (a ``_Recv`` depends on its ``_Send``).
+
+        Raises:
+            ValueError: a fetch that is not a node of this graph (naming close matches).
+        """
+        names = [fetch_name(f) for f in (fetches if isinstance(fetches, (list, tuple, set)) else [fetches])]
+        for name in names:
+            if name not in self.by_name:
+                close = difflib.get_close_matches(name, list(self.by_name), n=3)
+                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+                raise ValueError(f"fetch {name!r} is not a node of this graph{hint}")
+        seen, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.by_name:
+                continue
+            seen.add(name)
+            node = self.by_name[name]
+            todo.extend(i[1:] if i.startswith("^") else i.rpartition(":")[0] for i in node.input)
+            if node.op == "_Recv" and node.attr.get("key") in self._sends:
+                todo.append(self._sends[node.attr["key"]])
+        return seen
+
+
+def fetch_name(fetch):
+    """The node name of a Tensor, Operation, variable or name (``"x:0"`` -> ``"x"``)."""
+    if hasattr(fetch, "_as_graph_element"):
+        fetch = fetch._as_graph_element()
+    if hasattr(fetch, "op") and hasattr(fetch, "value_index"):  # a Tensor
+        fetch = fetch.op
+    name = getattr(fetch, "name", fetch)
+    if not isinstance(name, str):
+        raise TypeError(f"fetch must be a Tensor, Operation, variable or node name, got {fetch!r}")
+    return name.rpartition(":")[0] if ":" in name else name
+
+
+def split_fetch(obj, fetch):
+    """``(graph source, fetch)``: drawing a Tensor, Operation or variable means its graph,
+    only what it needs."""
+    if fetch is None and (isinstance(obj, (Tensor, Operation)) or hasattr(obj, "_as_graph_element")):
+        return fetch_graph(obj), obj
+    return obj, fetch
+
+
+def fetch_graph(fetch):
+    if hasattr(fetch, "_as_graph_element"):
+        fetch = fetch._as_graph_element()
+    return fetch.graph
+
+
+def graph_model(obj):
+    """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata or GraphDef dict.
+
+    Raises:
+        ValueError: a RunMetadata without partition graphs (not a traced distributed step).
+        TypeError: anything else.
+    """
+    if isinstance(obj, GraphModel):
+        return obj
+    if hasattr(obj, "partition_graphs") and hasattr(obj, "step_stats"):
+        return _placed_model(obj)
+    graph = obj if hasattr(obj, "get_operations") else getattr(obj, "graph", None)
+    if graph is not None and hasattr(graph, "get_operations"):
+        return GraphModel([node_def_of(op) for op in graph.get_operations()], "requested")
+    if isinstance(obj, dict) and "node" in obj:
+        nodes = nodes_from_graph_def(obj)
+        return GraphModel(nodes, "placed" if any(n.op in TRANSFER_OPS for n in nodes) else "requested")
+    raise TypeError(
+        f"cannot draw {type(obj).__name__}: pass a tf.Graph, a tf.Session, a traced tf.RunMetadata "
+        "or a GraphDef dict"
+    )
+
+
+def _placed_model(md):
+    parts = list(md.partition_graphs or [])
+    if not parts:
+        raise ValueError(
+            "this RunMetadata has no partition graphs: it is not a traced step of a distributed "
+            "session. Run a step of tf.Session(server.target) with options=tf.RunOptions("
+            "trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md (a local Session has no partitions)"
+        )
+    nodes = [n for part in parts for n in nodes_from_graph_def(part)]
+    measured = {}
+    for dev in md.step_stats.dev_stats:
+        for t in getattr(dev, "transfers", None) or []:
+            if t.get("op") == "_Recv" or t.get("key") not in measured:
+                measured[t.get("key")] = t.get("bytes")
+    return GraphModel(nodes, "placed", measured)
+
+
+# -- collapsing name scopes -------------------------------------------------------------------------
+def scope_sizes(model, names=None):
+    """``{scope: number of ops under it}`` for every name scope (transfer ops excluded)."""
+    sizes = collections.Counter()
+    for node in model.nodes:
+        if node.op in TRANSFER_OPS or (names is not None and node.name not in names):
+            continue
+        parts = node.name.split("/")
+        for k in range(1, len(parts)):
+            sizes["/".join(parts[:k])] += 1
+    return sizes
+
+
+def _group_of(name, scopes, expanded):
+    """The collapsed scope `name` is drawn in, or `name` itself."""
+    parts = name.split("/")
+    for k in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:k])
+        if prefix in scopes and prefix not in expanded:
+            return prefix
+    return name
+
+
+def _series(keys, expanded):
+    """``{name: series}`` for siblings numbered alike (``layer1``..``layer9`` -> ``layer[1-9]``, also
+    ``Add``, ``Add_1``, ...), as TensorBoard groups them; runs of at least `SERIES_MIN`, unless expanded."""
+    by_base = collections.defaultdict(list)
+    for key in keys:
+        parent, _, leaf = key.rpartition("/")
+        m = _SERIES_RE.fullmatch(leaf)
+        by_base[(parent, m.group(1))].append((int(m.group(2) or 0), key))
+    out = {}
+    for (parent, base), members in by_base.items():
+        numbers = [n for n, _ in members]
+        name = f"{parent + '/' if parent else ''}{base}[{min(numbers)}-{max(numbers)}]"
+        if len(members) >= SERIES_MIN and name not in expanded:
+            out.update((key, name) for _, key in members)
+    return out
+
+
+def collapsible_scopes(model):
+    """``{scope or series name: number of ops}`` that a collapsed view can draw as one node."""
+    sizes = scope_sizes(model)
+    out = {s: n for s, n in sizes.items() if n > 1}
+    for key, name in _series(set(sizes), ()).items():
+        out[name] = out.get(name, 0) + sizes[key]
+    return out
+
+
+def display_groups(model, nodes, collapse, expanded):
+    """How `nodes` are drawn: each alone, or (collapsing) in one group per scope/series and task.
+
+    Returns:
+        ``(node name -> display id, display id -> (task, scope or None, member NodeDefs))``.
+        Collapsing drops the transfer ops: the renderer draws each flow as an edge instead.
+    """
+    expanded = set(expanded)
+    scopes = scope_sizes(model, {n.name for n in nodes}) if collapse else {}
+    keys = {n.name: _group_of(n.name, scopes, expanded) for n in nodes if n.op not in TRANSFER_OPS}
+    series = _series(set(keys.values()), expanded) if collapse else {}
+    members = collections.defaultdict(list)
+    for node in nodes:
+        if collapse and node.op in TRANSFER_OPS:
+            continue  # collapsed views draw each task-to-task flow as one edge instead
+        task = model.task[node.name]
+        key = keys.get(node.name, node.name)
+        key = series.get(key, key)
+        grouped = key in scopes or key in series.values()
+        members[(f"{key}@{task}", key) if grouped else (node.name, None)].append(node)
+    id_of, boxes = {}, {}
+    for (did, scope), group in members.items():
+        if scope is not None and len(group) == 1:
+            did, scope = group[0].name, None
+        boxes[did] = (model.task[group[0].name], scope, group)
+        for node in group:
+            id_of[node.name] = did
+    return id_of, boxes

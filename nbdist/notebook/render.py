@@ -1,0 +1,398 @@
+"""Graphs to DOT source and SVG: one box and one colour per task, Send/Recv edges, a legend.
+
+Pure (no widgets, no kernel): `nbdist.notebook.widgets.graph_view` sets the result as widget
+state. The input is anything `graph_model.graph_model` takes (a Graph, Session, Tensor,
+traced RunMetadata or GraphDef). Large graphs start with their name scopes collapsed, and
+`draw_graph` never lays out more than it can in about a second.
+
+    drawing = draw_graph(run_metadata)   # .svg, or .html with install hints when `dot` is missing
+"""
+
+import collections
+import html
+import shutil
+import subprocess
+
+from nbdist.notebook.graph_model import (
+    TRANSFER_COLOR,
+    TRANSFER_OPS,
+    VARIABLE_OPS,
+    display_groups,
+    fetch_name,
+    format_bytes,
+    format_spec,
+    graph_model,
+    mix_colors,
+    split_fetch,
+    task_color,
+    task_label,
+    task_sort_key,
+    tint,
+)
+
+COLLAPSE_ABOVE = 40  # ops; larger graphs start with their name scopes collapsed
+LABELLED_TRANSFERS_MAX = 40  # more transfer edges than this keep their details in tooltips only
+FAST_LAYOUT_ABOVE = 120  # drawn nodes; above this Graphviz trades some crossings for speed
+MAX_LAYOUT_NODES = 400  # drawn nodes laid out at all by `draw_graph` (about 1 s)
+FONT = "DejaVu Sans"
+
+INSTALL_HINT = (
+    "Graphviz's `dot` program was not found on PATH, so the graph cannot be drawn here. Install it "
+    "with `sudo apt-get install graphviz` (Debian/Ubuntu), `conda install -c conda-forge graphviz` or "
+    "`brew install graphviz` (macOS), then run the cell again. (`pip install graphviz` installs "
+    "only the Python binding, not the `dot` program.) The DOT source follows; paste it into any "
+    "Graphviz viewer, e.g. https://dreampuf.github.io/GraphvizOnline."
+)
+
+
+class GraphvizNotFoundError(RuntimeError):
+    """Graphviz's `dot` binary is missing; carries the DOT source that could not be drawn."""
+
+    def __init__(self, source):
+        super().__init__(INSTALL_HINT)
+        self.source = source
+
+
+# -- DOT ----------------------------------------------------------------------------------------------
+def _q(text):
+    """A DOT double-quoted string; newlines become centred line breaks."""
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _attrs(**kw):
+    """A DOT attribute list; ``class_`` may stand for ``class``."""
+    return "[" + ", ".join(f"{k.rstrip('_')}={_q(v)}" for k, v in kw.items()) + "]"
+
+
+_GRAPH = {
+    "rankdir": "TB",
+    "fontname": FONT,
+    "fontsize": 13,
+    "labelloc": "t",
+    "newrank": "true",
+    "nodesep": 0.25,
+    "ranksep": 0.4,
+    "class": "nbdist-graph-root",
+}
+_NODE = {
+    "fontname": FONT,
+    "fontsize": 10,
+    "shape": "box",
+    "style": "rounded,filled",
+    "height": 0.3,
+    "margin": "0.08,0.03",
+}
+_EDGE = {"color": "#7a7a7a", "arrowsize": 0.6, "fontname": FONT, "fontsize": 9}
+_TASK_BOX = {"style": "rounded,filled", "penwidth": 1.5, "fontsize": 14, "class": "nbdist-task"}
+_FAST_LAYOUT = {"mclimit": 0.2, "nslimit": 2, "nslimit1": 2, "remincross": "false"}
+
+
+def _short(name, limit=30):
+    if len(name) <= limit:
+        return name
+    for k in (2, 1):
+        tail = "/".join(name.split("/")[-k:])
+        if len(tail) <= limit:
+            return "…/" + tail
+    return "…" + name[-limit:]
+
+
+_STYLES = {  # DOT attributes per kind of drawn node or edge (the SVG gets the class too)
+    "op": {"class": "nbdist-op"},
+    "variable": {"shape": "cylinder", "penwidth": 2, "class": "nbdist-variable"},
+    "scope": {"shape": "box3d", "style": "filled", "class": "nbdist-scope"},
+    "transfer_op": {
+        "shape": "cds",
+        "fontsize": 8,
+        "height": 0.2,
+        "color": TRANSFER_COLOR,
+        "class": "nbdist-transfer-op",
+    },
+    "cross": {"color": TRANSFER_COLOR, "style": "dashed", "penwidth": 1.5, "class": "nbdist-cross"},
+    "control": {"style": "dashed", "color": "#b0b0b0"},
+    "data": {},
+    "transfer_again": {
+        "color": TRANSFER_COLOR,
+        "style": "dashed",
+        "penwidth": 1.2,
+        "class": "nbdist-transfer-again",
+    },
+    "transfer": {
+        "color": TRANSFER_COLOR,
+        "penwidth": 2.5,
+        "fontcolor": TRANSFER_COLOR,
+        "class": "nbdist-transfer",
+    },
+}
+
+
+def _node_line(task, scope, group):
+    """The DOT attributes of one drawn node: an op, a variable, a collapsed scope or a transfer op."""
+    first, color = group[0], task_color(task)
+    variables = [n for n in group if n.op in VARIABLE_OPS]
+    if scope is not None:
+        types = collections.Counter(n.op for n in group).most_common(6)
+        tip = f"{scope} on {task or 'no device'}: " + ", ".join(f"{c} x {t}" for t, c in types)
+        if len(variables) == 1 and variables[0].name == scope:  # a variable with its read/assign ops
+            label = f"{scope}\nVariable {format_spec(*variables[0].output[0])}"
+            return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["variable"])
+        extra = f" · {len(variables)} variables" if variables else ""
+        label = f"{scope}{'' if scope.endswith(']') else '/'}\n{len(group)} ops{extra}"
+        return _attrs(label=label, fillcolor=color, tooltip=tip + "\n(expand it above)", **_STYLES["scope"])
+    tip = f"{first.name} ({first.op})\n{first.device or 'no device requested'}"
+    if first.output:
+        tip += "\nout: " + ", ".join(format_spec(*o) for o in first.output)
+    if first.op in VARIABLE_OPS:
+        label = f"{_short(first.name)}\nVariable {format_spec(*first.output[0])}"
+        return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["variable"])
+    if first.op in TRANSFER_OPS:
+        word = {"_Send": "Send", "_Recv": "Recv", "_ControlTrigger": "trigger"}[first.op]
+        tip += f"\nkey: {first.attr.get('key', '')}"
+        return _attrs(label=word, fillcolor=color, tooltip=tip, **_STYLES["transfer_op"])
+    name = _short(first.name)
+    label = first.op if name == first.op else f"{name}\n{first.op}"  # "Softmax" named after its type
+    return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["op"])
+
+
+def _legend(tasks, mode, n_pairs, collapsed):
+    rows = [f'<TR><TD COLSPAN="2"><B>{"Placed" if mode == "placed" else "Requested"} devices</B></TD></TR>']
+    for task in tasks:
+        name = html.escape(task or ("no device requested" if mode == "requested" else "unplaced"))
+        rows.append(
+            f'<TR><TD BGCOLOR="{task_color(task)}" WIDTH="22"> </TD><TD ALIGN="LEFT">{name}</TD></TR>'
+        )
+    rows.append('<TR><TD>cylinder</TD><TD ALIGN="LEFT">variable (state that lives on its task)</TD></TR>')
+    if collapsed:
+        rows.append('<TR><TD>3-D box</TD><TD ALIGN="LEFT">collapsed name scope (expand it above)</TD></TR>')
+    if mode == "placed":
+        rows.append(
+            f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}"><B>━━▶</B></FONT></TD>'
+            f'<TD ALIGN="LEFT">_Send → _Recv: a tensor crossing tasks ({n_pairs})</TD></TR>'
+        )
+        if collapsed:
+            rows.append(
+                f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}">╍╍▶</FONT></TD>'
+                '<TD ALIGN="LEFT">the same tensor, used here too</TD></TR>'
+            )
+    else:
+        rows.append(
+            f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}">╍╍▶</FONT></TD>'
+            '<TD ALIGN="LEFT">crosses tasks: becomes _Send/_Recv</TD></TR>'
+        )
+    rows.append('<TR><TD>┅┅▶</TD><TD ALIGN="LEFT">control dependency</TD></TR>')
+    table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows) + "</TABLE>"
+    return f'  "nbdist_legend" [shape=plaintext, style="", class="nbdist-legend", label=<{table}>];'
+
+
+def graph_to_dot(obj, fetch=None, collapse=None, expanded=(), collapse_above=COLLAPSE_ABOVE, title=None):
+    """DOT source of a graph: one box per task, coloured by task, with a legend.
+
+    Args:
+        obj: anything `graph_model` takes (Graph, Session, RunMetadata, GraphDef) or a `GraphModel`.
+        fetch: a Tensor, Operation or name (or a list): draw only the nodes it needs.
+        collapse: draw each name scope as one node per task; None: when there are more
+            than `collapse_above` ops.
+        expanded: scopes to open while collapsing (their sub-scopes stay collapsed).
+        title: the graph's caption (default: says which view this is).
+
+    Returns:
+        The DOT source (a str). In the placed view each ``_Send``/``_Recv`` pair is one red
+        edge with class ``nbdist-transfer``, labelled with the tensor, dtype/shape and bytes.
+    """
+    obj, fetch = split_fetch(obj, fetch)
+    return _dot(graph_model(obj), fetch, collapse, expanded, collapse_above, title)[0]
+
+
+def _dot(model, fetch, collapse, expanded, collapse_above, title):
+    """``(DOT source, number of drawn nodes)``."""
+    keep = model.needed(fetch) if fetch is not None else None
+    nodes = [n for n in model.nodes if keep is None or n.name in keep]
+    if collapse is None:
+        collapse = sum(n.op not in TRANSFER_OPS for n in nodes) > collapse_above
+    id_of, boxes = display_groups(model, nodes, collapse, expanded)
+    kept = {n.name for n in nodes}
+    pairs = [(s, r) for s, r in model.pairs() if s in kept and r in kept]
+    tasks = sorted({t for t, _, _ in boxes.values()}, key=task_sort_key)
+    if title is None:
+        title = (
+            f"Placed & partitioned: {len(tasks)} tasks, {len(pairs)} _Send/_Recv pairs"
+            if model.mode == "placed"
+            else "Requested devices (as recorded, before the master places the graph)"
+        )
+        if fetch is not None and not isinstance(fetch, (list, tuple, set)):
+            title += f" — only what {fetch_name(fetch)} needs"
+    # Big graphs: cheaper crossing minimisation and ranking (seconds instead of minutes).
+    fast = _FAST_LAYOUT if len(boxes) > FAST_LAYOUT_ABOVE else {}
+    lines = [
+        "digraph nbdist {",
+        f"  graph {_attrs(label=title, **_GRAPH, **fast)};",
+        f"  node {_attrs(**_NODE)};",
+        f"  edge {_attrs(**_EDGE)};",
+    ]
+    for i, task in enumerate(tasks):
+        color = task_color(task)
+        name = task or ("no device requested" if model.mode == "requested" else "unplaced")
+        box = _attrs(label=name, fillcolor=tint(color), color=mix_colors(color, "#000000", 0.25), **_TASK_BOX)
+        lines.append(f"  subgraph cluster_{i} {{")
+        lines.append(f"    graph {box};")
+        lines.extend(f"    {_q(did)} {_node_line(*b)};" for did, b in boxes.items() if b[0] == task)
+        lines.append("  }")
+    lines.extend(_edge_lines(model, nodes, id_of, pairs))
+    lines.append(_legend(tasks, model.mode, len(pairs), bool(collapse)))
+    lines.append("}")
+    return "\n".join(lines), len(boxes)
+
+
+class Drawing:
+    """What `draw_graph` made: ``source`` (DOT), ``svg`` (None if not drawn), ``html`` to show, ``nodes``."""
+
+    def __init__(self, source, svg, html_text, nodes):
+        self.source, self.svg, self.html, self.nodes = source, svg, html_text, nodes
+
+
+def draw_graph(obj, fetch=None, collapse=None, expanded=(), title=None, max_nodes=MAX_LAYOUT_NODES):
+    """Lays out `graph_to_dot`'s drawing, never raising for a missing or failing Graphviz.
+
+    More than `max_nodes` drawn nodes are not laid out (Graphviz would need tens of seconds
+    to minutes); the HTML then says how to shrink the view. Arguments as `graph_to_dot`.
+
+    Returns:
+        A `Drawing`; its ``html`` is the SVG, or install hints / the reason plus the DOT source.
+    """
+    obj, fetch = split_fetch(obj, fetch)
+    source, n = _dot(graph_model(obj), fetch, collapse, expanded, COLLAPSE_ABOVE, title)
+    if n > max_nodes:
+        why = (
+            f"<b>{n} nodes are too many to lay out in about a second</b> (limit {max_nodes}): collapse name "
+            "scopes, expand fewer of them, or show only what one fetch needs. "
+            "(<code>render.dot_to_svg(source)</code> lays out any size, slowly.)"
+        )
+        return Drawing(source, None, _message_html(why, source), n)
+    try:
+        svg = dot_to_svg(source)
+    except GraphvizNotFoundError:
+        return Drawing(source, None, missing_dot_html(source), n)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:  # dot crashed or timed out
+        return Drawing(
+            source, None, _message_html(f"<b>Graphviz failed:</b> {html.escape(str(e))}", source), n
+        )
+    return Drawing(source, svg, svg, n)
+
+
+def _edge_lines(model, nodes, id_of, pairs):
+    edges = {}
+    for node in nodes:
+        dst = id_of.get(node.name)
+        for inp in node.input if dst is not None else ():
+            control = inp.startswith("^")
+            src_name = inp[1:] if control else inp.rpartition(":")[0]
+            src = id_of.get(src_name)
+            if src is None or src == dst:
+                continue
+            prev = edges.get((src, dst))
+            if prev is None or (prev[0] and not control):
+                edges[(src, dst)] = (control, inp, model.task[src_name], model.task[node.name])
+    lines = []
+    for (src, dst), (control, inp, src_task, dst_task) in edges.items():
+        if src_task and dst_task and src_task != dst_task:  # requested view: the master will cut here
+            attrs = _attrs(tooltip=f"{inp}: {src_task} → {dst_task}", **_STYLES["cross"])
+        else:
+            tip = f"control: {inp[1:]} before {dst}" if control else inp
+            attrs = _attrs(tooltip=tip, **_STYLES["control" if control else "data"])
+        lines.append(f"  {_q(src)} -> {_q(dst)} {attrs};")
+    transfers = _transfer_edges(model, nodes, id_of, pairs)
+    for src, dst, recvs, again in transfers:
+        if not recvs:  # only tensors already drawn arriving at another node: no bytes counted twice
+            tip = "the same tensor(s), received once, also feed this node:\n" + "\n".join(again)
+            lines.append(f"  {_q(src)} -> {_q(dst)} {_attrs(tooltip=tip, **_STYLES['transfer_again'])};")
+            continue
+        label, tip = _transfer_label(model, recvs)
+        if len(transfers) > LABELLED_TRANSFERS_MAX:  # labels cost layout time and clutter; hover instead
+            label = ""
+        lines.append(f"  {_q(src)} -> {_q(dst)} {_attrs(label=label, tooltip=tip, **_STYLES['transfer'])};")
+    return lines
+
+
+def _transfer_edges(model, nodes, id_of, pairs):
+    """``(src id, dst id, [recv names], [recvs drawn before])``: one per pair, or (collapsed) one per
+    pair of drawn nodes; a tensor feeding several drawn nodes is counted on its first edge only."""
+    if all(s in id_of for s, _ in pairs):
+        return [(id_of[s], id_of[r], [r], []) for s, r in pairs]
+    consumers = collections.defaultdict(dict)  # recv name -> drawn consumers (ordered set)
+    for node in nodes:
+        for inp in node.input if node.name in id_of else ():
+            src = inp[1:] if inp.startswith("^") else inp.rpartition(":")[0]
+            consumers[src][id_of[node.name]] = None
+    merged = {}
+    for send, recv in pairs:
+        producer = model.by_name[send].input[0].rpartition(":")[0]
+        if model.by_name[producer].op == "_ControlTrigger":
+            producer = model.by_name[producer].input[0].lstrip("^")
+        for i, dst in enumerate(consumers.get(recv, ()) if producer in id_of else ()):
+            merged.setdefault((id_of[producer], dst), ([], []))[min(i, 1)].append(recv)
+    return [(src, dst, recvs, again) for (src, dst), (recvs, again) in merged.items()]
+
+
+def _transfer_label(model, recvs):
+    """Edge label and tooltip for the tensors `recvs` receive (tensor, dtype/shape, bytes)."""
+    tips = []
+    for name in recvs:
+        node = model.by_name[name]
+        tensor = node.attr.get("tensor_name", "")
+        spec = format_spec(node.attr.get("tensor_type"), node.attr.get("tensor_shape"))
+        tips.append(f"{tensor} {spec} {format_bytes(model.pair_bytes(node))}  ({node.attr.get('key', '')})")
+    if len(recvs) == 1:
+        node = model.by_name[recvs[0]]
+        tensor = node.attr.get("tensor_name", "")
+        if tensor.startswith("^"):  # one signal may stand for several ops of the sending task
+            waited = node.attr.get("control_inputs") or [tensor[1:]]
+            more = f" +{len(waited) - 1}" if len(waited) > 1 else ""
+            label = f"after {_short(waited[0], 32)}{more}\n(control, 0 B)"
+        else:
+            spec = format_spec(node.attr.get("tensor_type"), node.attr.get("tensor_shape"))
+            label = f"{_short(tensor, 32)}\n{spec} · {format_bytes(model.pair_bytes(node))}"
+    else:
+        data = [r for r in recvs if not model.by_name[r].attr.get("tensor_name", "").startswith("^")]
+        total = sum(model.pair_bytes(model.by_name[r]) or 0 for r in data)
+        controls = len(recvs) - len(data)
+        parts = [f"{len(data)} tensor{'s' * (len(data) > 1)} · {format_bytes(total)}"] if data else []
+        if controls:
+            parts.append(f"{controls} control signal{'s' * (controls > 1)} (0 B)")
+        label = "\n".join(parts)
+    first = model.by_name[recvs[0]]
+    head = f"_Send → _Recv, {task_label(first.attr.get('send_device'))} → {model.task[first.name]}:\n"
+    return label, head + "\n".join(tips)
+
+
+def dot_to_svg(source, timeout_s=60.0):
+    """Lays out DOT `source` with Graphviz's `dot`; returns the ``<svg>`` element as a str.
+
+    Raises:
+        GraphvizNotFoundError: `dot` is not on PATH (the error carries `source`).
+        RuntimeError: `dot` failed (its message quoted).
+    """
+    dot = shutil.which("dot")
+    if dot is None:
+        raise GraphvizNotFoundError(source)
+    proc = subprocess.run(
+        [dot, "-Tsvg"], input=source.encode(), capture_output=True, timeout=timeout_s, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"graphviz `dot` failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[:800]}"
+        )
+    svg = proc.stdout.decode()
+    return svg[svg.find("<svg") :]
+
+
+def missing_dot_html(source):
+    """HTML saying how to install Graphviz, followed by the DOT `source`."""
+    return _message_html(f"<b>Graph not drawn:</b> {html.escape(INSTALL_HINT)}", source)
+
+
+def _message_html(message, source):
+    return (
+        '<div class="nbdist-graph-missing" style="border:1px solid #e0b000;background:#fffbe6;padding:8px">'
+        f'{message}<details open><summary>DOT source</summary><pre style="max-height:300px;overflow:auto;'
+        f'font-size:11px">{html.escape(source)}</pre></details></div>'
+    )

@@ -1,0 +1,201 @@
+"""`Dashboard`: live training metrics of every replica, updated while training runs.
+
+    dash = tf.Dashboard()          # subscribes to the current cluster's event stream
+    dash                           # display it, then train; tasks call tf.report(step=..., loss=...)
+    ...
+    dash.stop()                    # after training: final picture, kept as the static image
+
+Events (``{"kind": "metric", "task", "step", "time", "metrics": {...}}``) may arrive on any
+thread. `update` only records them and wakes a drawing thread, which redraws at most
+``max_redraws_per_s`` times a second and only sets widget state (a PNG and two HTML
+values), so neither training nor the kernel ever waits for matplotlib.
+"""
+
+import html
+import threading
+import time
+import uuid
+
+from nbdist.notebook import charts
+from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
+
+_w = ipywidgets_or_none()
+_VBox = _w.VBox if _w is not None else object
+
+
+def _fmt(value, spec):
+    return "—" if value is None else format(value, spec)
+
+
+class Dashboard(_VBox):
+    """Loss per replica with the global step, steps/s per worker, staleness or dropped gradients.
+
+    Args:
+        source: an object with ``subscribe(callback) -> unsubscribe`` (and optionally
+            ``history(kind)``), e.g. `nbdist.notebook.events.current_stream()` (the default).
+            Events already in its history are shown too.
+        title: the heading.
+        max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
+        rate_window_s: steps/s are averaged over this window.
+        subscribe: False to feed events only through `update`.
+
+    Raises:
+        TypeError: a source without ``subscribe``.
+    """
+
+    def __init__(
+        self, source=None, title="Training", max_redraws_per_s=5.0, rate_window_s=3.0, subscribe=True
+    ):
+        if _w is None:
+            raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
+        self.history = charts.MetricsHistory(rate_window_s=rate_window_s)
+        self.title_text = title
+        self.redraws = 0
+        self._min_interval_s = 1.0 / max_redraws_per_s
+        self._cond = threading.Condition()
+        self._draw_lock = threading.Lock()
+        self._dirty = False
+        self._stopped = False
+        self._last_draw = 0.0
+        self._thread = None
+        self._unsubscribe = None
+        self._display_id = None
+        self.png = b""
+        self.status = _w.HTML()
+        self.image = _w.Image(format="png")
+        self.table = _w.HTML()
+        self.status.add_class("nbdist-dashboard-title")
+        self.image.add_class("nbdist-loss")
+        self.table.add_class("nbdist-dashboard-table")
+        super().__init__([self.status, self.image, self.table])
+        self.add_class("nbdist-dashboard")
+        if subscribe:
+            self.subscribe(source)
+        self.flush()
+
+    # -- events ------------------------------------------------------------------------------------
+    def subscribe(self, source=None):
+        """Listens to `source` (default: the current cluster's event stream)."""
+        if source is None:
+            from nbdist.notebook import events  # noqa: PLC0415 - only needed when subscribing
+
+            source = events.current_stream()
+        if not callable(getattr(source, "subscribe", None)):
+            raise TypeError(f"Dashboard source must have subscribe(callback), got {type(source).__name__}")
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if callable(getattr(source, "history", None)):
+            for event in source.history(kind="metric"):
+                self.history.add(event)
+        self._unsubscribe = source.subscribe(self.update)
+
+    def update(self, event):
+        """Records one event (any thread; returns at once) and schedules a throttled redraw."""
+        if not self.history.add(event):
+            return
+        with self._cond:
+            if self._stopped:
+                return
+            self._dirty = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._draw_loop, name="nbdist-dashboard", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _draw_loop(self):
+        while True:
+            with self._cond:
+                while not self._dirty and not self._stopped:
+                    self._cond.wait()
+                # Too soon after the last picture: let events pile up, then draw once.
+                while (
+                    not self._stopped
+                    and (wait_s := self._last_draw + self._min_interval_s - time.monotonic()) > 0
+                ):
+                    self._cond.wait(wait_s)
+                if self._stopped:
+                    return
+                self._dirty = False
+            self.flush()
+
+    # -- drawing -------------------------------------------------------------------------------------
+    def flush(self):
+        """Redraws now from the calling thread (sets widget state only)."""
+        with self._draw_lock:
+            summary = self.history.summary()
+            state = "stopped" if self._stopped else "live"
+            gs = summary["global_step"]
+            headline = (
+                f"{self.title_text} — global step {'—' if gs is None else int(gs)}"
+                f" · {len(summary['tasks'])} replica{'' if len(summary['tasks']) == 1 else 's'}"
+                f" · {summary['events']} reports"
+            )
+            fig = charts.dashboard_figure(self.history, title=headline)
+            self.png = charts.figure_png(fig)
+            self.image.value = self.png
+            if state == "live":
+                note = f"redrawn as metrics arrive, at most {1 / self._min_interval_s:g} times a second"
+            else:
+                note = "the final picture, also kept in the saved notebook"
+            self.status.value = (
+                f"<b>{html.escape(self.title_text)}</b> <span class='nbdist-status'>({state})</span> "
+                f"<small>— {note}</small>"
+            )
+            self.table.value = _table(summary)
+            self._last_draw = time.monotonic()
+            self.redraws += 1
+
+    def stop(self):
+        """Stops listening, draws the final picture and makes it the output's static image
+        (what the saved notebook shows on nbviewer/GitHub). Call it after training."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+        self.flush()
+        self.snapshot()
+
+    def snapshot(self):
+        """Replaces the static image of the displayed output with the current picture."""
+        if self._display_id is None:
+            return
+        from IPython.display import update_display  # noqa: PLC0415 - IPython only in a kernel
+
+        update_display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
+
+    def close(self):
+        """Stops listening and drawing, then closes the widget."""
+        self.stop()
+        super().close()
+
+    # -- display -------------------------------------------------------------------------------------
+    def _ipython_display_(self, **kwargs):
+        from IPython.display import display  # noqa: PLC0415 - IPython only in a kernel
+
+        self._display_id = self._display_id or f"nbdist-dashboard-{uuid.uuid4().hex}"
+        display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs)
+        return {**static_bundle(repr(self), png=self.png or None), **(data or {}), "text/plain": repr(self)}
+
+    def __repr__(self):
+        return f"<nbdist Dashboard: {self.history.count} metric events, {self.redraws} redraws>"
+
+
+def _table(summary):
+    colors = charts.line_colors(summary["tasks"])
+    rows = "".join(
+        f"<tr><td><span style='color:{colors[task]}'>■</span> {html.escape(task)}</td>"
+        f"<td>{_fmt(v['loss'], '.4g')}</td><td>{_fmt(v['steps_per_s'], '.1f')}</td>"
+        f"<td>{v['reports']}</td></tr>"
+        for task, v in summary["tasks"].items()
+    )
+    return (
+        "<table style='font-size:12px;border-collapse:collapse' border='1' cellpadding='3'>"
+        f"<tr><th>replica</th><th>last loss</th><th>steps/s</th><th>reports</th></tr>{rows}</table>"
+    )

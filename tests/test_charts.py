@@ -1,0 +1,115 @@
+"""`nbdist.notebook.charts`: placement per task and training metrics, as data and Figures."""
+
+import pytest
+
+from nbdist.notebook import charts
+from traced_steps import build_model, traced_steps
+
+
+@pytest.fixture(scope="module")
+def traced():
+    with traced_steps(ps_tasks=2) as model:
+        yield model
+
+
+def rows_by_task(rows):
+    return {r["task"]: r for r in rows}
+
+
+# -- placement ---------------------------------------------------------------------------------------
+def test_placement_says_which_task_holds_which_variables(traced):
+    rows = rows_by_task(charts.placement_summary(traced.md))
+    assert rows["/job:ps/task:0"]["variables"] == [("w", "float32[3,2]", 24)]
+    assert rows["/job:ps/task:1"]["variables"] == [("b", "float32[2]", 8)]
+    assert rows["/job:worker/task:0"]["variables"] == []
+    assert rows["/job:worker/task:0"]["op_types"]["MatMul"] == 2
+
+
+def test_bytes_on_the_wire_are_measured_per_task(traced):
+    rows = rows_by_task(charts.placement_summary(traced.md))
+    assert (rows["/job:ps/task:0"]["sent_bytes"], rows["/job:ps/task:0"]["recv_bytes"]) == (24, 24)
+    assert (rows["/job:worker/task:0"]["sent_bytes"], rows["/job:worker/task:0"]["recv_bytes"]) == (32, 32)
+    assert rows["/job:worker/task:0"]["recvs"] == 4 and all(r["measured"] for r in rows.values())
+
+
+def test_requested_devices_give_an_estimate_of_the_same_bytes(traced):
+    requested = rows_by_task(charts.placement_summary(traced.graph))
+    placed = rows_by_task(charts.placement_summary(traced.md))
+    for task in placed:
+        assert requested[task]["sent_bytes"] == placed[task]["sent_bytes"]
+        assert not requested[task]["measured"]
+
+
+def test_placement_table_and_chart(traced):
+    rows = charts.placement_summary(traced.md)
+    table = charts.placement_html(rows)
+    assert table.count("<tr>") == 1 + len(rows) and "<code>w</code> float32[3,2] · 24 B" in table
+    fig = charts.placement_figure(rows)
+    assert [ax.get_title() for ax in fig.axes] == ["parameters held (bytes)", "bytes per step over the wire"]
+    assert charts.figure_png(fig).startswith(b"\x89PNG")
+
+
+def test_placement_of_a_graph_without_devices_has_one_unplaced_row():
+    model = build_model()
+    rows = rows_by_task(charts.placement_summary(model.graph))
+    assert rows[""]["op_types"] == {"NoOp": 1}  # tf.global_variables_initializer() requested no device
+
+
+# -- metrics ------------------------------------------------------------------------------------------
+def metric(task, step, t, **metrics):
+    return {"kind": "metric", "task": task, "step": step, "time": t, "metrics": metrics}
+
+
+def test_history_keeps_metric_events_per_task_and_ignores_others():
+    history = charts.MetricsHistory()
+    assert history.add(metric("/job:worker/task:0", 1, 100.0, loss=1.0))
+    assert not history.add({"kind": "heartbeat", "task": "/job:worker/task:0", "time": 100.0})
+    assert not history.add("not an event")
+    assert history.snapshot() == {"/job:worker/task:0": [(0.0, 1, {"loss": 1.0})]}
+
+
+def test_steps_per_second_count_reports_in_the_window():
+    history = charts.MetricsHistory(rate_window_s=1.0)
+    for i in range(11):
+        history.add(metric("/job:worker/task:0", i, 100.0 + 0.1 * i, loss=1.0))
+    summary = history.summary()
+    assert summary["tasks"]["/job:worker/task:0"]["steps_per_s"] == pytest.approx(10.0)
+
+
+def test_global_step_is_the_highest_step_seen_over_all_replicas():
+    history = charts.MetricsHistory()
+    history.add(metric("/job:worker/task:0", 5, 100.0, loss=1.0))
+    history.add(metric("/job:worker/task:1", 3, 100.5, loss=1.0))
+    history.add(metric("/job:worker/task:1", 7, 101.0, loss=1.0, global_step=9))
+    assert history.global_steps(history.snapshot()) == [(0.0, 5), (1.0, 9)]
+    assert history.summary()["global_step"] == 9
+
+
+@pytest.mark.parametrize(
+    ("extra", "titles"),
+    [
+        ({}, ["loss per replica", "steps/s per worker"]),
+        (
+            {"staleness": 2},
+            ["loss per replica", "steps/s per worker", "staleness of applied gradients (async)"],
+        ),
+        (
+            {"dropped": 1},
+            ["loss per replica", "steps/s per worker", "dropped stale gradients (sync, cumulative)"],
+        ),
+    ],
+)
+def test_dashboard_figure_shows_staleness_or_dropped_only_when_reported(extra, titles):
+    history = charts.MetricsHistory()
+    for i in range(5):
+        for w in range(2):
+            history.add(metric(f"/job:worker/task:{w}", 2 * i + w, 100.0 + i, loss=1.0 / (i + 1), **extra))
+    fig = charts.dashboard_figure(history, title="run")
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()] == titles
+    loss_ax = fig.axes[0]
+    assert [line.get_label() for line in loss_ax.get_lines()] == ["/job:worker/task:0", "/job:worker/task:1"]
+
+
+def test_replicas_get_distinct_line_colours():
+    colors = charts.line_colors([f"/job:worker/task:{i}" for i in range(5)])
+    assert len(set(colors.values())) == 5

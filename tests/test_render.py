@@ -1,0 +1,190 @@
+"""`nbdist.notebook.render`: graphs to DOT/SVG, coloured by task, with Send/Recv edges."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+import nbdist as tf
+from nbdist.notebook import graph_model as gm
+from nbdist.notebook import render
+from traced_steps import CROSSINGS, build_model, traced_steps
+
+
+@pytest.fixture(scope="module")
+def traced():
+    with traced_steps(ps_tasks=2) as model:
+        yield model
+
+
+@pytest.fixture
+def model():
+    return build_model()
+
+
+def fills(dot):
+    return set(re.findall(r'fillcolor="(#[0-9a-f]{6})"', dot))
+
+
+def clusters(dot):
+    return re.findall(r"subgraph cluster_\d+ \{\n    graph \[label=\"([^\"]*)\"", dot)
+
+
+# -- requested view --------------------------------------------------------------------------------
+def test_requested_view_has_one_box_and_one_colour_per_task(model):
+    dot = render.graph_to_dot(model.graph, collapse=False)
+    assert clusters(dot) == ["/job:ps/task:0", "/job:worker/task:0", "no device requested"]
+    expected = {gm.task_color("/job:ps/task:0"), gm.task_color("/job:worker/task:0")}
+    assert expected <= fills(dot)
+
+
+def test_legend_lists_every_task_with_its_colour(model):
+    dot = render.graph_to_dot(model.graph)
+    legend = next(line for line in dot.splitlines() if "nbdist-legend" in line)
+    for task in ("/job:ps/task:0", "/job:worker/task:0"):
+        assert f'BGCOLOR="{gm.task_color(task)}"' in legend and task in legend
+
+
+def test_requested_view_marks_edges_the_master_will_cut(model):
+    dot = render.graph_to_dot(model.graph, collapse=False)
+    cut = [line for line in dot.splitlines() if "nbdist-cross" in line]
+    assert any('"w/read" -> "model/MatMul"' in line for line in cut)
+
+
+def test_variables_are_drawn_as_cylinders(model):
+    dot = render.graph_to_dot(model.graph, collapse=False)
+    line = next(line for line in dot.splitlines() if line.strip().startswith('"w" ['))
+    assert 'shape="cylinder"' in line and "Variable float32[3,2]" in line
+
+
+def test_a_session_or_tensor_draws_its_graph(model):
+    with tf.Session(graph=model.graph) as sess:
+        assert render.graph_to_dot(sess) == render.graph_to_dot(model.graph)
+    assert "GradientDescent" not in render.graph_to_dot(model.loss)  # only what `loss` needs
+
+
+# -- placed & partitioned view --------------------------------------------------------------------
+def test_placed_view_draws_one_transfer_edge_per_send_recv_pair(traced):
+    dot = render.graph_to_dot(traced.md, collapse=False)
+    recvs = sum(n["op"] == "_Recv" for part in traced.md.partition_graphs for n in part["node"])
+    assert recvs == CROSSINGS
+    assert dot.count('class="nbdist-transfer"') == CROSSINGS
+
+
+def test_transfer_edges_cross_between_task_boxes(traced):
+    model = gm.graph_model(traced.md)
+    for send, recv in model.pairs():
+        assert model.task[send] != model.task[recv]
+    assert clusters(render.graph_to_dot(model)) == ["/job:ps/task:0", "/job:ps/task:1", "/job:worker/task:0"]
+
+
+def test_transfer_edges_are_labelled_with_tensor_dtype_shape_and_bytes(traced):
+    dot = render.graph_to_dot(traced.md, collapse=False)
+    assert 'label="w/read:0\\nfloat32[3,2] · 24 B"' in dot
+    assert 'label="b/read:0\\nfloat32[2] · 8 B"' in dot
+    assert dot.count("(control, 0 B)") == 2
+
+
+def test_svg_has_the_transfer_edges_and_task_colours(traced):
+    svg = html.unescape(render.dot_to_svg(render.graph_to_dot(traced.md, collapse=False)))
+    assert svg.startswith("<svg")
+    assert len(re.findall(r'class="edge nbdist-transfer"', svg)) == CROSSINGS
+    for task in ("/job:ps/task:0", "/job:ps/task:1", "/job:worker/task:0"):
+        assert f'fill="{gm.task_color(task)}"' in svg
+
+
+def test_metadata_without_partition_graphs_says_how_to_trace(model):
+    md = tf.RunMetadata()
+    with tf.Session(graph=model.graph) as sess:
+        sess.run(model.init, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    with pytest.raises(ValueError, match=r"no partition graphs.*FULL_TRACE"):
+        render.graph_to_dot(md)
+
+
+def test_something_that_is_not_a_graph_is_refused():
+    with pytest.raises(TypeError, match=r"cannot draw int: pass a tf\.Graph"):
+        render.graph_to_dot(3)
+
+
+# -- collapsing and subgraphs ------------------------------------------------------------------------
+def test_collapsed_scope_is_one_node_per_task(model):
+    dot = render.graph_to_dot(model.graph, collapse=True)
+    assert '"model@/job:worker/task:0" [label="model/\\n5 ops"' in dot
+    assert '"model/MatMul"' not in dot
+
+
+def test_expanding_a_scope_shows_its_ops(model):
+    dot = render.graph_to_dot(model.graph, collapse=True, expanded=["model"])
+    assert '"model/MatMul"' in dot and "model@" not in dot
+    assert "gradients@/job:worker/task:0" in dot  # the others stay collapsed
+
+
+def test_graphs_above_the_threshold_start_collapsed(model):
+    assert "nbdist-scope" in render.graph_to_dot(model.graph, collapse_above=20)  # 39 ops
+    assert "nbdist-scope" not in render.graph_to_dot(model.graph, collapse_above=100)
+
+
+def test_numbered_sibling_scopes_collapse_into_one_series_node():
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:worker/task:0"):
+        h = tf.constant(np.ones((1, 2), np.float32))
+        for i in range(1, 7):
+            with tf.name_scope(f"layer{i}"):
+                h = tf.nn.relu(h * 2.0)
+    dot = render.graph_to_dot(graph, collapse=True)
+    assert "layer[1-6]@/job:worker/task:0" in dot
+    assert "layer[1-6]" in gm.collapsible_scopes(gm.graph_model(graph))
+    assert "layer3@" in render.graph_to_dot(graph, collapse=True, expanded=["layer[1-6]"])
+
+
+def test_collapsed_placed_view_draws_flows_between_scopes_counting_bytes_once(traced):
+    dot = render.graph_to_dot(traced.md, collapse=True)
+    transfers = [line for line in dot.splitlines() if 'class="nbdist-transfer"' in line]
+    assert "nbdist-transfer-op" not in dot  # no _Send/_Recv nodes: one edge per flow
+    assert any(line.startswith('  "w@/job:ps/task:0" -> "model@/job:worker/task:0"') for line in transfers)
+    labelled = [int(b) for b in re.findall(r"· (\d+) B", "".join(transfers))]
+    assert sorted(labelled) == [8, 8, 24, 24]  # each tensor once, though b/read feeds 2 scopes
+    assert "".join(transfers).count("(control, 0 B)") == 2
+    assert dot.count('class="nbdist-transfer-again"') == 1
+
+
+def test_fetch_shows_only_the_subgraph_it_needs(traced):
+    dot = render.graph_to_dot(traced.md, fetch="model/Mean", collapse=False)
+    assert '"model/Mean"' in dot and '"w"' in dot  # w crosses over from ps:0
+    assert "GradientDescent" not in dot and "gradients/" not in dot
+    assert dot.count('class="nbdist-transfer"') == 2
+
+
+def test_unknown_fetch_names_the_close_matches(model):
+    with pytest.raises(ValueError, match=r"fetch 'model/Mea' is not a node.*did you mean 'model/Mean'"):
+        render.graph_to_dot(model.graph, fetch="model/Mea")
+
+
+# -- laying out -------------------------------------------------------------------------------------
+def test_missing_dot_gives_install_hints_and_the_source_not_a_traceback(model, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    drawing = render.draw_graph(model.graph)
+    assert drawing.svg is None
+    assert (
+        "sudo apt-get install graphviz" in drawing.html
+        and "conda install -c conda-forge graphviz" in drawing.html
+    )
+    assert "digraph nbdist {" in drawing.html
+
+
+def test_dot_to_svg_without_dot_raises_with_the_source(model, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(render.GraphvizNotFoundError, match="apt-get install graphviz") as info:
+        render.dot_to_svg("digraph { a }")
+    assert info.value.source == "digraph { a }"
+
+
+def test_too_many_nodes_are_not_laid_out(model):
+    drawing = render.draw_graph(model.graph, collapse=False, max_nodes=10)
+    assert drawing.svg is None and "too many to lay out" in drawing.html and drawing.nodes == 39
+
+
+def test_draw_graph_returns_the_svg(model):
+    drawing = render.draw_graph(model.graph)
+    assert drawing.svg.startswith("<svg") and drawing.html == drawing.svg

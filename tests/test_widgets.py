@@ -1,0 +1,191 @@
+"""The widgets' state, headless (no browser): what each composite shows and how it updates."""
+
+import threading
+import time
+
+import pytest
+
+import nbdist as tf
+from nbdist.notebook import widgets
+from nbdist.notebook.events import EventStream
+from traced_steps import CROSSINGS, build_model, traced_steps
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def traced():
+    with traced_steps(ps_tasks=2) as model:
+        yield model
+
+
+def metric(task, step, loss, t=None, **extra):
+    return {
+        "kind": "metric",
+        "task": task,
+        "step": step,
+        "time": t or time.time(),
+        "metrics": {"loss": loss, **extra},
+    }
+
+
+# -- graph view ----------------------------------------------------------------------------------------
+def test_show_graph_is_lazily_available_from_the_facade(traced):
+    view = tf.show_graph(traced.md)
+    assert isinstance(view, widgets.GraphView)
+    assert "nbdist-graph" in view.graph._dom_classes
+
+
+def test_graph_view_of_a_traced_step_shows_the_partition(traced):
+    view = widgets.show_graph(traced.md, collapse=False)
+    assert f"{CROSSINGS} _Send/_Recv pairs" in view.header.value
+    assert "<svg" in view.graph.value and view.dot_source.count('class="nbdist-transfer"') == CROSSINGS
+
+
+def test_graph_view_controls_collapse_and_expand(traced):
+    view = widgets.show_graph(traced.graph, collapse=False)
+    assert "model/MatMul" in view.dot_source
+    view.collapse.value = True
+    assert "model@/job:worker/task:0" in view.dot_source and "name scopes collapsed" in view.header.value
+    view.expand.value = ("model",)
+    assert "model/MatMul" in view.dot_source and "gradients@/job:worker/task:0" in view.dot_source
+
+
+def test_graph_view_fetch_control_and_its_errors(traced):
+    view = widgets.show_graph(traced.graph, collapse=False)
+    view.fetch.value = "model/Mean"
+    assert (
+        "GradientDescent" not in view.dot_source and "only what <code>model/Mean</code>" in view.header.value
+    )
+    before = view.graph.value
+    view.fetch.value = "model/Meen"
+    assert "did you mean" in view.header.value and view.graph.value == before
+
+
+def test_graph_view_of_a_tensor_shows_what_it_needs(traced):
+    view = widgets.show_graph(traced.loss)
+    assert view.fetch.value == "model/Mean" and "GradientDescent" not in view.dot_source
+
+
+def test_graph_view_without_dot_shows_install_hints_and_the_source(traced, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    view = widgets.show_graph(traced.md)
+    assert "apt-get install graphviz" in view.graph.value and "digraph nbdist" in view.graph.value
+    bundle = view._repr_mimebundle_()
+    assert "image/svg+xml" not in bundle and "apt-get install graphviz" in bundle["text/html"]
+
+
+def test_graph_view_bundle_carries_a_static_svg(traced):
+    bundle = widgets.show_graph(traced.md)._repr_mimebundle_()
+    assert bundle["image/svg+xml"].startswith("<svg") and WIDGET_VIEW in bundle
+    assert bundle["text/plain"].startswith("<nbdist GraphView: placed")
+
+
+def test_static_view_when_ipywidgets_is_missing(traced, monkeypatch):
+    from nbdist.notebook.widgets import graph_view
+
+    monkeypatch.setattr(graph_view, "_w", None)
+    view = graph_view.show_graph(traced.md)
+    assert isinstance(view, widgets.StaticView) and view._repr_mimebundle_()["image/svg+xml"].startswith(
+        "<svg"
+    )
+
+
+# -- placement and timeline --------------------------------------------------------------------------------
+def test_placement_view_table_and_chart(traced):
+    view = tf.show_placement(traced.md)
+    assert "<code>w</code> float32[3,2] · 24 B" in view.table.value
+    assert (
+        bytes(view.chart.value).startswith(b"\x89PNG") and "nbdist-placement-chart" in view.chart._dom_classes
+    )
+    assert "bytes measured" in view.header.value
+    assert view._repr_mimebundle_()["image/png"]
+
+
+def test_timeline_view_zooms_with_its_slider(traced):
+    view = tf.show_timeline(traced.first)
+    full = view.timeline.value
+    assert "RunStep" in full and full.count('class="nbdist-flow"') == CROSSINGS
+    view.window.value = (0.0, view.window.max / 4)
+    assert view.timeline.value != full
+    assert view._repr_mimebundle_()["image/svg+xml"] == view.svg
+
+
+# -- dashboard ---------------------------------------------------------------------------------------
+def test_dashboard_draws_loss_per_replica():
+    dash = tf.Dashboard(subscribe=False, title="run")
+    for step in range(6):
+        for w in range(2):
+            dash.update(metric(f"/job:worker/task:{w}", 2 * step + w, 1.0 / (step + 1)))
+    dash.stop()
+    assert dash.history.summary()["global_step"] == 11 and "(stopped)" in dash.status.value
+    assert bytes(dash.image.value).startswith(b"\x89PNG") and "nbdist-loss" in dash.image._dom_classes
+    assert dash.table.value.count("/job:worker/task:") == 2
+
+
+def test_dashboard_redraws_at_most_five_times_a_second_while_events_pour_in():
+    dash = widgets.Dashboard(subscribe=False, max_redraws_per_s=5)
+    start, redraws0 = time.monotonic(), dash.redraws
+
+    def feed(w):
+        for step in range(150):
+            dash.update(metric(f"/job:worker/task:{w}", step, 1.0))
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=feed, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    time.sleep(0.4)  # the last batch is drawn too
+    dash.stop()
+    drawn = dash.redraws - redraws0 - 1  # minus the final picture of stop()
+    assert 2 <= drawn <= 5 * elapsed + 2, (drawn, elapsed)
+    assert dash.history.count == 300
+
+
+def test_update_returns_at_once_even_while_a_picture_is_drawn():
+    dash = widgets.Dashboard(subscribe=False)
+    started = time.monotonic()
+    for step in range(200):
+        dash.update(metric("/job:worker/task:0", step, 1.0))
+    assert time.monotonic() - started < 0.2
+    dash.stop()
+
+
+def test_dashboard_subscribes_and_replays_the_stream_history():
+    stream = EventStream()
+    stream.publish(metric("/job:worker/task:0", 1, 0.9))
+    dash = widgets.Dashboard(stream)
+    stream.publish(metric("/job:worker/task:1", 2, 0.8))
+    stream.publish({"kind": "heartbeat", "task": "/job:worker/task:1", "time": time.time()})
+    dash.stop()
+    assert dash.history.count == 2
+    stream.publish(metric("/job:worker/task:1", 3, 0.7))  # after stop: no longer listening
+    assert dash.history.count == 2
+
+
+def test_dashboard_defaults_to_the_current_event_stream():
+    dash = widgets.Dashboard()
+    tf.report(step=4, loss=0.25)
+    dash.stop()
+    assert dash.history.summary()["tasks"]["notebook"]["loss"] == 0.25
+
+
+def test_dashboard_refuses_a_source_it_cannot_subscribe_to():
+    with pytest.raises(TypeError, match="must have subscribe"):
+        widgets.Dashboard(source=[1, 2])
+
+
+def test_dashboard_bundle_has_the_picture_as_a_static_png():
+    dash = widgets.Dashboard(subscribe=False)
+    dash.update(metric("/job:worker/task:0", 1, 0.5))
+    dash.stop()
+    bundle = dash._repr_mimebundle_()
+    assert WIDGET_VIEW in bundle and bundle["image/png"]
+
+
+def test_build_model_helper_graph_has_requested_devices():
+    model = build_model()
+    assert model.w.op.device == "/job:ps/task:0" and model.loss.op.device == "/job:worker/task:0"
