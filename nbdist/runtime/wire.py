@@ -16,8 +16,10 @@ frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BY
 servers answer it with an error reply and keep serving.
 """
 
+import functools
 import hashlib
 import hmac
+import math
 import os
 
 import msgpack
@@ -180,19 +182,28 @@ def _request_id_of(head):
     return request_id if isinstance(request_id, int) else 0
 
 
-def _array_from(tensors, index, dtype, shape, used):
-    if not isinstance(index, int) or not 0 <= index < len(tensors) or index in used:
-        raise WireError(f"tensor reference {index!r} does not name an unused frame")
+@functools.lru_cache(maxsize=64)
+def _numeric_dtype(dtype):
+    """The numpy dtype named by a header (cached: a hot path), numeric types only."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
         raise WireError(f"bad tensor dtype {dtype!r}") from None
     if dt.kind not in "biufc" or dt.hasobject:
         raise WireError(f"tensor dtype {dtype!r} is not numeric")
+    return dt
+
+
+def _array_from(tensors, index, dtype, shape, used):
+    if not isinstance(index, int) or not 0 <= index < len(tensors) or index in used:
+        raise WireError(f"tensor reference {index!r} does not name an unused frame")
+    if not isinstance(dtype, str):
+        raise WireError(f"bad tensor dtype {dtype!r}")
+    dt = _numeric_dtype(dtype)
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise WireError(f"bad tensor shape {shape!r}")
     buf = tensors[index]
-    expected = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    expected = math.prod(shape) * dt.itemsize
     if expected != buf.nbytes or expected > MAX_TENSOR_BYTES:
         raise WireError(
             f"tensor frame {index} has {buf.nbytes} bytes, header says {expected} ({dtype}{shape})"
