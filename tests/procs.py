@@ -21,6 +21,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+def alive(pid):
+    """Whether `pid` is a live process (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids, timeout_s):
+    """True once none of `pids` is alive, False if some still are after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.02)
+    return not any(alive(p) for p in pids)
+
+
 def cluster_dict(**jobs):
     """``{"ps": ["localhost:P", ...], ...}`` with free ports, e.g. ``cluster_dict(ps=1, worker=1)``."""
     return {job: [f"localhost:{free_port()}" for _ in range(n)] for job, n in jobs.items()}

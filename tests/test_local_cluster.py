@@ -15,25 +15,7 @@ import nbdist as tf
 from nbdist.notebook import cluster as cluster_lib
 
 sys.path.insert(0, os.path.dirname(__file__))
-from procs import REPO, free_port
-
-
-def alive(pid):
-    """Whether `pid` is a live process (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pids, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
+from procs import REPO, alive, free_port, wait_gone
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import json
 import os
 import sys
-import time
 
 import pytest
 from IPython.core.error import UsageError
@@ -13,23 +12,7 @@ from IPython.utils.capture import capture_output
 from nbdist.notebook import cluster as cluster_lib
 
 sys.path.insert(0, os.path.dirname(__file__))
-
-
-def gone(pids, timeout_s=1.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+from procs import wait_gone
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +128,7 @@ def test_a_second_dtf_cluster_stops_the_first(ip, stop_after):
         pids = list(first.pids.values())
         second = ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
     assert not first.running
-    assert gone(pids)
+    assert wait_gone(pids, 1.0)
     assert second.cluster_spec.jobs == ["ps", "worker"]
     assert ip.user_ns["dtf"] is second
 
@@ -168,7 +151,7 @@ def test_status_stop_and_restart(ip, stop_after):
         assert ip.run_line_magic("dtf_cluster", "status") is cluster
         old = list(cluster.pids.values())
         assert ip.run_line_magic("dtf_cluster", "restart") is cluster
-        assert gone(old)
+        assert wait_gone(old, 1.0)
         assert cluster.running
         ip.run_line_magic("dtf_cluster", "stop")
     assert not cluster.running

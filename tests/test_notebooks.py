@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from procs import REPO
+from procs import REPO, alive, wait_gone
 
 NOTEBOOKS = sorted((Path(REPO) / "notebooks").glob("*.ipynb"))
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -65,23 +65,6 @@ def errors_of(nb):
         for o in c.get("outputs", [])
         if o["output_type"] == "error"
     ]
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pids, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # ---------------------------------------------------------------- the tutorial notebooks
