@@ -156,7 +156,8 @@ def scenario_notebook():
             time.sleep(0.3)
             reported = dtf.events.history("metric")
             print("reported by", sorted({e["task"] for e in reported}))
-            print("last losses", {e["task"]: round(e["metrics"]["loss"], 4) for e in reported})"""),
+            last = {e["task"]: round(e["metrics"]["loss"], 4) for e in reported}
+            print("last losses", dict(sorted(last.items())))  # workers report in any order"""),
         "%dtf_cluster stop",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
