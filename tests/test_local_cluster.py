@@ -101,7 +101,7 @@ def test_a_graph_runs_across_both_tasks(cluster):
             total = tf.reduce_sum(b)
         with tf.Session(cluster.target("local", 0)) as sess:
             assert sess.run(total) == 12.0
-    ops = {r["index"]: r["ops_placed"] for r in cluster.status()}
+            ops = {r["index"]: r["ops_placed"] for r in cluster.status()}  # while the session lives
     assert ops[1].get("MatMul") == 1
     assert ops[0].get("Sum") == 1
 

@@ -278,3 +278,23 @@ def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_te
     task1 = after[1] - before[1] - 1
     assert task0 == 10 * 2, "per step: RunStep + one SendTensor pushed by task 1"
     assert task1 == 10 * 1, "per step: one RunGraph"
+
+
+def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks):
+    from nbdist.runtime import transport
+
+    with tf.device("/job:local/task:1"):
+        a = tf.constant(np.ones(2), name="far") * 3.0
+    b = a + 1.0
+
+    def ops_on(i):
+        return transport.channel_to(two_tasks.address("local", i)).call("Status", {})["ops_placed"]
+
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(b)
+        assert ops_on(1) == {"Const": 2, "Mul": 1}
+        assert ops_on(0) == {"Const": 1, "Add": 1}
+    deadline = time.monotonic() + 5
+    while (ops_on(0) or ops_on(1)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ops_on(0) == {} and ops_on(1) == {}

@@ -11,6 +11,7 @@ bounds it. When a partition fails, the others are aborted and the error is retur
 Tensors between partitions go worker to worker (one message per cross-task tensor).
 """
 
+import contextlib
 import functools
 import itertools
 import os
@@ -117,7 +118,21 @@ class MasterService:
         self._session(handle).extend(graph_def, version)
 
     def close_session(self, handle):
-        self._sessions.pop(handle, None)
+        """Forgets the session and deregisters its partitions on every worker (pool thread)."""
+        session = self._sessions.pop(handle, None)
+        if session is None:
+            return
+        with session.lock:
+            plans = list(session.steps.values())
+            session.steps.clear()
+        for plan in plans:
+            for task, graph_handle in plan.handles.items():
+                if task == self.task_device:
+                    self.local_worker.deregister_graph(graph_handle)
+                    continue
+                channel = transport.channel_to(self.address_of(task), task, self.key)
+                with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
+                    channel.call("DeregisterGraph", {"handle": graph_handle}, timeout_s=5.0)
 
     def _session(self, handle):
         try:

@@ -245,6 +245,11 @@ def _run_graph(server, msg):
     return "RunGraphResponse", {"fetches": values, "stats": stats}
 
 
+def _deregister_graph(server, msg):
+    server.worker.deregister_graph(msg["handle"])
+    return "DeregisterGraphResponse", {}
+
+
 def _abort_step(server, msg):
     server.worker.abort_step(msg["step_id"], msg.get("message", "aborted"))
     return None, None
@@ -270,6 +275,7 @@ _HANDLERS = {
     "CloseSession": _close_session,
     "RegisterGraph": _register_graph,
     "RunGraph": _run_graph,
+    "DeregisterGraph": _deregister_graph,
     "AbortStep": _abort_step,
     "SendTensor": _send_tensor,
     "Reset": _reset,

@@ -98,6 +98,7 @@ class ServingLoop:
         self._at_exit = []  # callbacks run on the I/O thread when it stops
         self._timers = []  # heap of (when, seq, fn)
         self._timer_seq = itertools.count()
+        self._cancelled = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
         self._io_ident = None
@@ -150,7 +151,10 @@ class ServingLoop:
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, _, fn = heapq.heappop(self._timers)
-            self._guard(fn)
+            if fn is _noop:
+                self._cancelled = max(0, self._cancelled - 1)
+            else:
+                self._guard(fn)
 
     def _guard(self, fn):
         try:
@@ -178,7 +182,16 @@ class ServingLoop:
         return entry
 
     def cancel(self, entry):
+        """Cancels a timer. Cancelled entries are dropped in bulk once they are the majority,
+        so a loop that starts and cancels a deadline per step does not grow its heap."""
+        if entry[2] is _noop:
+            return
         entry[2] = _noop
+        self._cancelled += 1
+        if self._cancelled > 64 and self._cancelled * 2 > len(self._timers):
+            self._timers = [e for e in self._timers if e[2] is not _noop]
+            heapq.heapify(self._timers)
+            self._cancelled = 0
 
     def at_exit(self, fn):
         """Runs `fn` on the I/O thread when the loop stops (to close what it owns)."""

@@ -7,6 +7,7 @@ a second client sees what the first one trained) and its `Rendezvous`. RPCs:
 (a peer pushes a tensor for one of our `_Recv`s), ``Status`` and ``Reset``.
 """
 
+import collections
 import itertools
 import os
 import threading
@@ -38,7 +39,6 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
-        self.ops_placed = {}  # op type -> count, over registered partitions (for status)
 
     # -- RegisterGraph -------------------------------------------------------------------------
     def register_graph(self, graph_def, feeds, fetches, targets):
@@ -47,10 +47,14 @@ class WorkerService:
         with self._lock:
             handle = f"{self.task_device}/graph:{next(self._handles)}"
             self._plans[handle] = plan
-            for n in nodes:
-                if not n.op.startswith("_"):
-                    self.ops_placed[n.op] = self.ops_placed.get(n.op, 0) + 1
         return handle
+
+    def ops_placed(self):
+        """``{op type: count}`` of the distinct ops in the partitions registered here."""
+        with self._lock:
+            plans = list(self._plans.values())
+        nodes = {n.name: n.op for plan in plans for n in plan.nodes if not n.op.startswith("_")}
+        return dict(collections.Counter(nodes.values()))
 
     def runs_quickly(self, handle):
         """True when a partition cannot block and its last run took under `INLINE_RUN_S`.
@@ -124,7 +128,7 @@ class WorkerService:
             "task": self.task_device,
             "pid": os.getpid(),
             "steps_run": self.steps_run,
-            "ops_placed": dict(self.ops_placed),
+            "ops_placed": self.ops_placed(),
             "variables": {
                 name: {
                     "initialized": v.initialized,
