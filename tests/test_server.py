@@ -144,3 +144,16 @@ def test_stop_returns_promptly():
     started = time.monotonic()
     s.stop()
     assert time.monotonic() - started < 0.1
+
+
+def test_a_target_nobody_serves_is_unavailable_within_the_connect_bound(monkeypatch):
+    import time
+
+    monkeypatch.setattr(transport, "CONNECT_TIMEOUT_S", 0.5)
+    address = f"localhost:{free_port()}"  # nothing listens there
+    tf.reset_default_graph()
+    c = tf.constant(1.0)
+    started = time.monotonic()
+    with tf.Session(f"zmq://{address}") as sess, pytest.raises(tf.errors.UnavailableError, match=address):
+        sess.run(c)
+    assert time.monotonic() - started < 2.0

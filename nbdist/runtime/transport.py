@@ -9,6 +9,7 @@ wait. The serving side is `nbdist.runtime.serving`.
 
 import contextlib
 import itertools
+import os
 import threading
 import time
 
@@ -20,7 +21,9 @@ from nbdist.runtime import wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
-CONNECT_TIMEOUT_S = 5.0
+# How long a peer may take to accept a connection before it is reported unavailable
+# (a peer that drops an existing connection is reported at once). $NBDIST_CONNECT_TIMEOUT_S.
+CONNECT_TIMEOUT_S = float(os.environ.get("NBDIST_CONNECT_TIMEOUT_S", "5"))
 
 
 def context():
@@ -139,7 +142,9 @@ class Channel:
                 wire.raise_error(msg)
             return msg
 
-    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=CONNECT_TIMEOUT_S):
+    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None):
+        if connect_timeout_s is None:
+            connect_timeout_s = CONNECT_TIMEOUT_S
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         request_id = self.send(msg_type, body)
         return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}")
