@@ -298,3 +298,35 @@ def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks)
     while (ops_on(0) or ops_on(1)) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert ops_on(0) == {} and ops_on(1) == {}
+
+
+def _mixed_fetches():
+    with tf.device("/job:local/task:1"):
+        far = tf.constant(np.arange(4.0), name="far") * 2.0
+        far_b = tf.constant([[1, 2]], name="far_b") + 1
+    with tf.device("/job:local/task:0"):
+        near = tf.constant(np.ones(3), name="near") + 1.0
+    return far, far_b, near
+
+
+def test_fetches_from_several_tasks_come_back_in_place(two_tasks):
+    far, far_b, near = _mixed_fetches()
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        for _ in range(3):  # the first steps may still be relayed while connections open
+            got = sess.run({"b": far_b, "rest": [near, far, near]})
+    np.testing.assert_array_equal(got["b"], [[2, 3]])
+    np.testing.assert_array_equal(got["rest"][0], np.full(3, 2.0))
+    np.testing.assert_array_equal(got["rest"][1], [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(got["rest"][2], np.full(3, 2.0))
+
+
+def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(two_tasks, monkeypatch):
+    from nbdist.runtime import remote
+
+    monkeypatch.setattr(remote, "_inboxes", threading.local())  # a client of its own
+    monkeypatch.setattr(remote._FetchInbox, "connect", lambda self, addresses, key: None)  # never connects
+    far, _, near = _mixed_fetches()
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        got = sess.run([far, near])
+    np.testing.assert_array_equal(got[0], [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(got[1], np.full(3, 2.0))

@@ -266,6 +266,8 @@ class _Step:
         self.fetches = msg["fetches"]
         self.trace = bool(msg.get("trace"))
         self.timeout_s = msg.get("timeout_s") or DEFAULT_STEP_TIMEOUT_S
+        self.deliver_to = msg.get("deliver_to")  # the client's routing id on every worker
+        self.run_id = msg.get("run_id")
         self.responder = responder
         self.calls = calls
         self.new = new
@@ -296,6 +298,8 @@ class _Step:
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
             }
+            if self.deliver_to and part.fetches:
+                body.update(deliver_to=self.deliver_to, run_id=self.run_id)
             request_id = channel.send("RunGraph", body)
             m._inflight[(task, request_id)] = self
             self.requests[task] = (request_id, time.time())
@@ -342,7 +346,10 @@ class _Step:
             except errors.OpError as e:
                 self.fail(e)
             return
-        self._task_done(task, (msg["fetches"], msg.get("stats")), self.requests[task][1])
+        fetches = msg["fetches"]
+        if msg.get("delivered"):  # sent straight to the client; it fills these positions itself
+            fetches = _Delivered(len(self.plan.parts[task].fetches))
+        self._task_done(task, (fetches, msg.get("stats")), self.requests[task][1])
 
     def _task_done(self, task, result, t0, in_process=False):
         if self.done:
@@ -357,12 +364,18 @@ class _Step:
         self.done = True
         self.master.loop.cancel(self.timer)
         m, plan = self.master, self.plan
-        values = {}
+        values, direct = {}, {}
         for task, (vals, _) in self.results.items():
-            values.update(zip(plan.parts[task].fetches, vals, strict=True))
+            names = plan.parts[task].fetches
+            if isinstance(vals, _Delivered):
+                direct[task] = [self.fetches.index(n) for n in names]
+                vals = [None] * len(names)
+            values.update(zip(names, vals, strict=True))
         plan.runs += 1
         m.steps_run += 1
         meta = {"step_id": self.step_id, "new_partitioning": self.new, "master": m.task_device}
+        if direct:
+            meta["direct"] = direct
         if self.trace:
             self.calls.insert(
                 0, _event("master", "RunStep", m.task_device, self.start_s, step_id=self.step_id)
@@ -396,6 +409,15 @@ class _Step:
                 f"of {waiting}",
             )
         )
+
+
+class _Delivered:
+    """A task's fetches that went straight to the client (`n` of them)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n):
+        self.n = n
 
 
 def _event(service, method, task, start_s=None, **extra):

@@ -2,17 +2,32 @@
 
 The first `run` sends the whole GraphDef (`CreateSession`); later runs send only the
 nodes added since (`ExtendSession`), then one `RunStep` per call.
+
+Fetched tensors come peer to peer: the client also connects to every task of the
+cluster (with a routing id of its own), and a worker whose partition produced a fetch
+sends it straight here (`FetchedTensors`) instead of through the master; the master's
+`RunStep` reply says which fetches to expect from which task. When a worker cannot
+reach the client, it hands the tensors to the master, which relays them as before.
 """
 
 import contextlib
+import itertools
+import os
 import threading
+import time
+
+import zmq
 
 from nbdist import errors
 from nbdist.graph.graph_def import graph_to_graph_def
 from nbdist.runtime import transport, wire
+from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
 
 _SCHEMES = ("zmq://", "grpc://", "tcp://")
+# The workers send fetched tensors before they answer the master, so they are here by the
+# time the master's reply is; this only bounds a pathological wait.
+_DELIVERY_TIMEOUT_S = 30.0
 
 
 def parse_target(target):
@@ -35,6 +50,58 @@ def parse_target(target):
     return address
 
 
+class _FetchInbox:
+    """This thread's connections to the workers, which deliver fetched tensors here."""
+
+    def __init__(self):
+        self.identity = b"nbdist-client-" + os.urandom(8).hex().encode()
+        self.channels = {}  # address -> Channel
+        self.run_ids = itertools.count(1)
+
+    def connect(self, addresses, key):
+        for address in addresses:
+            if address not in self.channels:
+                self.channels[address] = transport.Channel(address, address, key, identity=self.identity)
+
+    def collect(self, run_id, direct, values, address_of, timeout_s):
+        """Fills ``values`` at the positions each task in `direct` delivers for `run_id`."""
+        waiting = {address_of[task]: (task, positions) for task, positions in direct.items()}
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            poller = zmq.Poller()
+            for address in waiting:
+                poller.register(self.channels[address].socket, zmq.POLLIN)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.DeadlineExceededError(
+                    None,
+                    None,
+                    f"the fetched tensors of {sorted(t for t, _ in waiting.values())} did not arrive "
+                    f"within {timeout_s:.0f} s after the step finished",
+                )
+            ready = dict(poller.poll(min(100, int(remaining * 1000) + 1)))
+            for address in [a for a in waiting if self.channels[a].socket in ready]:
+                channel = self.channels[address]
+                while channel.socket.poll(0):
+                    msg = wire.decode(channel.socket.recv_multipart(copy=False), channel.key)
+                    if msg.get("type") != "FetchedTensors" or msg.get("run_id") != run_id:
+                        continue  # a late delivery of an earlier step that gave up
+                    _, positions = waiting.pop(address)
+                    for position, value in zip(positions, msg["fetches"], strict=True):
+                        values[position] = value
+                    break
+
+
+_inboxes = threading.local()
+
+
+def _inbox():
+    inbox = getattr(_inboxes, "inbox", None)
+    if inbox is None:
+        inbox = _inboxes.inbox = _FetchInbox()
+    return inbox
+
+
 class RemoteBackend:
     """Runs steps through the master at `target`; see `Session`."""
 
@@ -46,6 +113,7 @@ class RemoteBackend:
         self._handle = None
         self._version = 0
         self._lock = threading.Lock()
+        self._workers = {}  # task device -> address, of every task but the master's
 
     def _channel(self):
         return transport.channel_to(self.address, f"master at {self.address}", self._key)
@@ -66,6 +134,12 @@ class RemoteBackend:
                 timeout_s=60,
             )
             self._handle, self._version = reply["handle"], version
+            cluster = ClusterSpec(reply.get("cluster") or {})
+            self._workers = {
+                f"/job:{job}/replica:0/task:{i}": address
+                for job, i, address in cluster.iter_tasks()
+                if address != self.address
+            }
         elif version > self._version:
             self._channel().call(
                 "ExtendSession",
@@ -84,6 +158,9 @@ class RemoteBackend:
             handle = self._handle
         tracing = bool(run_metadata is not None and options is not None and options.trace_level)
         timeout_s = self._timeout_s(options)
+        inbox = _inbox()
+        inbox.connect(self._workers.values(), self._key)
+        run_id = next(inbox.run_ids)
         body = {
             "handle": handle,
             "feeds": feeds,
@@ -91,6 +168,8 @@ class RemoteBackend:
             "targets": target_names,
             "timeout_s": timeout_s,
             "trace": tracing,
+            "deliver_to": inbox.identity,
+            "run_id": run_id,
         }
         wait_s = None if timeout_s is None else timeout_s + 5.0  # the master reports the timeout itself
         try:
@@ -104,7 +183,10 @@ class RemoteBackend:
                 print(f"{name}: ({device})")
         if tracing:
             _fill_metadata(run_metadata, meta)
-        return reply["fetches"]
+        values = reply["fetches"]
+        if meta.get("direct"):
+            inbox.collect(run_id, meta["direct"], values, self._workers, _DELIVERY_TIMEOUT_S)
+        return values
 
     def close(self):
         if self._handle is None:

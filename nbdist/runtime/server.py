@@ -14,7 +14,7 @@ import threading
 from nbdist.runtime import wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.master import MasterService
-from nbdist.runtime.serving import ServingLoop
+from nbdist.runtime.serving import DEFERRED, ServingLoop
 from nbdist.runtime.worker import WorkerService
 
 
@@ -218,9 +218,10 @@ class Server:
 
 
 def _create_session(server, msg):
-    return "CreateSessionResponse", {
-        "handle": server.master.create_session(msg["graph_def"], msg.get("config"))
-    }
+    handle = server.master.create_session(msg["graph_def"], msg.get("config"))
+    # The cluster lets the client connect to every worker, which then sends fetched
+    # tensors to it directly.
+    return "CreateSessionResponse", {"handle": handle, "cluster": server.cluster_spec.as_dict()}
 
 
 def _extend_session(server, msg):
@@ -238,11 +239,30 @@ def _register_graph(server, msg):
     return "RegisterGraphResponse", {"handle": handle}
 
 
-def _run_graph(server, msg):
+def _run_graph(server, msg, responder):
     values, stats = server.worker.run_graph(
         msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
     )
-    return "RunGraphResponse", {"fetches": values, "stats": stats}
+    client = msg.get("deliver_to")
+    if not client or not values:
+        return "RunGraphResponse", {"fetches": values, "stats": stats}
+    # Fetched tensors go straight to the client that asked for them (peer to peer, not
+    # relayed through the master); the master only learns that they were delivered.
+    loop = server._loop
+    frames = loop.encode(
+        "FetchedTensors", {"run_id": msg["run_id"], "task": server.task_device, "fetches": values}
+    )
+
+    def deliver():
+        delivered = loop.send_to(client, frames)
+        body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
+        responder.reply("RunGraphResponse", body)
+
+    if loop.on_io_thread:
+        deliver()
+    else:
+        loop.post(deliver)
+    return DEFERRED
 
 
 def _deregister_graph(server, msg):
@@ -268,13 +288,15 @@ def _reset(server, msg):
 # Never block: handled on the I/O thread (RunStep only starts a step; planning goes to the pool).
 _INLINE = {"SendTensor", "Ping", "Status", "AbortStep", "RunStep"}
 # Handlers that answer later through the request's Responder.
-_DEFERRED_HANDLERS = {"RunStep": lambda server, msg, responder: server.master.run_step(msg, responder)}
+_DEFERRED_HANDLERS = {
+    "RunStep": lambda server, msg, responder: server.master.run_step(msg, responder),
+    "RunGraph": _run_graph,
+}
 _HANDLERS = {
     "CreateSession": _create_session,
     "ExtendSession": _extend_session,
     "CloseSession": _close_session,
     "RegisterGraph": _register_graph,
-    "RunGraph": _run_graph,
     "DeregisterGraph": _deregister_graph,
     "AbortStep": _abort_step,
     "SendTensor": _send_tensor,

@@ -75,6 +75,9 @@ class ServingLoop:
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.IPV6, 1)
         self._router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
+        # Sending to an identity that is not connected raises (instead of a silent drop), so
+        # a worker knows whether it could deliver fetched tensors straight to a client.
+        self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         try:
             self._router.bind(zmq_endpoint(address))
         except zmq.ZMQError as e:
@@ -145,7 +148,8 @@ class ServingLoop:
                 while self._posted:
                     self._guard(self._posted.popleft())
             else:
-                self._router.send_multipart(frames, copy=False)
+                with contextlib.suppress(zmq.ZMQError):  # the requester left: nobody to answer
+                    self._router.send_multipart(frames, copy=False, flags=zmq.DONTWAIT)
 
     def _run_due_timers(self):
         now = time.monotonic()
@@ -250,9 +254,27 @@ class ServingLoop:
         if self._stop.is_set():
             return
         frames = self._encode_reply(reply_type, body, request_id)
-        sock = self._router if self.on_io_thread else self._outbox()
+        if self.on_io_thread:
+            self.send_to(identity, frames)
+            return
         with contextlib.suppress(zmq.Again):  # only when the loop stopped meanwhile
-            wire.send_frames(sock, frames, prefix=[identity])
+            wire.send_frames(self._outbox(), frames, prefix=[identity])
+
+    def send_to(self, identity, frames):
+        """Sends encoded `frames` to the peer `identity` (I/O thread only).
+
+        Returns False when that peer is not connected (or its queue is full): the message
+        is dropped, and the caller may take another path.
+        """
+        try:
+            wire.send_frames(self._router, frames, prefix=[identity], flags=zmq.DONTWAIT)
+        except zmq.ZMQError:  # EHOSTUNREACH (ROUTER_MANDATORY) or EAGAIN
+            return False
+        return True
+
+    def encode(self, msg_type, body):
+        """Frames of a message signed with this server's key (for `send_to`)."""
+        return self._encode_reply(msg_type, body, 0)
 
     def _outbox(self):
         sock = getattr(self._outboxes, "socket", None)

@@ -53,12 +53,14 @@ class Channel:
         key: the cluster key to sign with (None: unsigned).
     """
 
-    def __init__(self, address, name="", key=None):
+    def __init__(self, address, name="", key=None, identity=None):
         self.address = address
         self.name = name or address
         self.key = key
         self.socket = context().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        if identity is not None:  # lets the peer's ROUTER address messages to this client
+            self.socket.setsockopt(zmq.ROUTING_ID, identity)
         self.socket.setsockopt(zmq.IPV6, 1)
         self.monitor = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         self.connected = False

@@ -240,11 +240,13 @@ def raise_error(body):
     raise cls(body.get("node") or None, None, message, body.get("traceback") or None)
 
 
-def send_frames(socket, frames, prefix=()):
-    """Sends `frames` (after `prefix`, e.g. a ROUTER identity), large ones zero-copy."""
+def send_frames(socket, frames, prefix=(), flags=0):
+    """Sends `frames` (after `prefix`, e.g. a ROUTER identity), large ones zero-copy.
+
+    `flags` are added to every part (e.g. ``zmq.DONTWAIT``)."""
     parts = [*prefix, *frames]
     last = len(parts) - 1
     for i, part in enumerate(parts):
-        flags = 0 if i == last else 2  # zmq.SNDMORE
+        part_flags = flags if i == last else flags | 2  # zmq.SNDMORE
         nbytes = part.nbytes if isinstance(part, memoryview) else len(part)
-        socket.send(part, flags, copy=nbytes < _COPY_THRESHOLD)
+        socket.send(part, part_flags, copy=nbytes < _COPY_THRESHOLD)
