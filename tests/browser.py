@@ -73,7 +73,7 @@ def finish():
     dash.stop()
     sess.close()
     cluster.stop()
-    print("training finished, final picture sha1", hashlib.sha1(dash.png).hexdigest())
+    print("training finished, final picture sha256", hashlib.sha256(dash.png).hexdigest())
 
 trainer = threading.Thread(target={target}, daemon=True)
 trainer.start()"""
@@ -286,6 +286,19 @@ def run_all_in_jupyter(page, url):
     )
     # Fire and forget: awaiting the command's promise would only return after the last cell.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def saved_static_png(page):
+    """The ``image/png`` (base64) that the notebook file would store for the dashboard's output
+    (JupyterLab and Notebook 7)."""
+    return page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.toJSON().cells;
+            const cell = cells.find(c => String(c.source).startsWith("dash = tf.Dashboard"));
+            const out = cell && cell.outputs.find(o => o.data && o.data["image/png"]);
+            return out ? out.data["image/png"] : null;
+        }"""
+    )
 
 
 def expect_graph_with_task_colors(page, timeout_ms=120_000):

@@ -19,6 +19,7 @@ from browser import (
     loss_pictures_while_training,
     page_with_screenshots,
     run_all_in_jupyter,
+    saved_static_png,
     widget_errors,
     write_live_notebook,
 )
@@ -40,18 +41,6 @@ def browser():
         yield b
 
 
-def _saved_static_png(page):
-    """The ``image/png`` that the notebook file would store for the dashboard's output."""
-    return page.evaluate(
-        """() => {
-            const cells = window.jupyterapp.shell.currentWidget.content.model.toJSON().cells;
-            const cell = cells.find(c => String(c.source).startsWith("dash = tf.Dashboard"));
-            const out = cell && cell.outputs.find(o => o.data && o.data["image/png"]);
-            return out ? out.data["image/png"] : null;
-        }"""
-    )
-
-
 @pytest.mark.slow
 def test_graph_and_live_dashboard_render_and_update_in_jupyterlab(lab, browser, tmp_path):
     with page_with_screenshots(browser, artifacts_dir(tmp_path), "browser-widgets") as page:
@@ -59,7 +48,7 @@ def test_graph_and_live_dashboard_render_and_update_in_jupyterlab(lab, browser, 
         expect_graph_with_task_colors(page)
 
         expect(page.locator("img.nbdist-loss")).to_be_visible(timeout=60_000)
-        saved_before = _saved_static_png(page)
+        saved_before = saved_static_png(page)
         seen = loss_pictures_while_training(page)
         assert len(set(seen)) >= 3, f"the loss picture changed only {len(set(seen))} times"
         expect(page.locator(".nbdist-dashboard-table")).to_contain_text("/job:worker/task:1")
@@ -68,4 +57,4 @@ def test_graph_and_live_dashboard_render_and_update_in_jupyterlab(lab, browser, 
         )
         assert not widget_errors(page), page.console_errors
         # dash.stop() (in a later cell) replaced the output's static PNG with the final picture.
-        assert saved_before and _saved_static_png(page) not in (None, saved_before)
+        assert saved_before and saved_static_png(page) not in (None, saved_before)

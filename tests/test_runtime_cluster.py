@@ -301,8 +301,8 @@ def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks)
 
 
 def _mixed_fetches():
-    with tf.device("/job:local/task:1"):
-        far = tf.constant(np.arange(4.0), name="far") * 2.0
+    with tf.device("/job:local/task:1"):  # `far` is 128 KiB: delivered straight to the client
+        far = tf.constant(np.arange(16384.0), name="far") * 2.0
         far_b = tf.constant([[1, 2]], name="far_b") + 1
     with tf.device("/job:local/task:0"):
         near = tf.constant(np.ones(3), name="near") + 1.0
@@ -316,7 +316,7 @@ def test_fetches_from_several_tasks_come_back_in_place(two_tasks):
             got = sess.run({"b": far_b, "rest": [near, far, near]})
     np.testing.assert_array_equal(got["b"], [[2, 3]])
     np.testing.assert_array_equal(got["rest"][0], np.full(3, 2.0))
-    np.testing.assert_array_equal(got["rest"][1], [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(got["rest"][1], np.arange(16384.0) * 2.0)
     np.testing.assert_array_equal(got["rest"][2], np.full(3, 2.0))
 
 
@@ -328,5 +328,5 @@ def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(two_t
     far, _, near = _mixed_fetches()
     with tf.Session(two_tasks.target("local", 0)) as sess:
         got = sess.run([far, near])
-    np.testing.assert_array_equal(got[0], [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(got[0], np.arange(16384.0) * 2.0)
     np.testing.assert_array_equal(got[1], np.full(3, 2.0))
