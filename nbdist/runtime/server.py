@@ -17,7 +17,6 @@ from nbdist.runtime.master import MasterService
 from nbdist.runtime.serving import DEFERRED, ServingLoop
 from nbdist.runtime.worker import WorkerService
 
-
 # Fetched tensors at least this large go straight to the client; smaller ones ride on the
 # RunGraph reply through the master (one message less per step).
 DIRECT_FETCH_MIN_BYTES = 64 * 1024
