@@ -334,3 +334,18 @@ def loss_pictures_while_training(page, timeout_s=90):
 def widget_errors(page):
     """Console errors that mention widgets (a widget manager or view that failed)."""
     return [e for e in page.console_errors if "widget" in e.lower()]
+
+
+def expect_live_notebook_rendered(page):
+    """The live notebook, run in Lab or Notebook 7: the graph with task colours, a loss picture
+    that changes while training runs, the dashboard table, the last cell's output, no widget
+    errors, and the saved static PNG replaced by the final picture (by `dash.stop()`)."""
+    expect_graph_with_task_colors(page)
+    expect(page.locator("img.nbdist-loss")).to_be_visible(timeout=60_000)
+    saved_before = saved_static_png(page)
+    seen = loss_pictures_while_training(page)
+    assert len(set(seen)) >= 3, f"the loss picture changed only {len(set(seen))} times"
+    expect(page.locator(".nbdist-dashboard-table")).to_contain_text("/job:worker/task:1")
+    expect(page.locator(".jp-OutputArea-output", has_text="training finished")).to_be_visible(timeout=60_000)
+    assert not widget_errors(page), page.console_errors
+    assert saved_before and saved_static_png(page) not in (None, saved_before)
