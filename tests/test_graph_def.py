@@ -221,3 +221,9 @@ def test_operation_node_def_property(graph):
     c = tf.constant(1.0, name="c")
     node = c.op.node_def
     assert (node.name, node.op, node.output[0][0]) == ("c", "Const", tf.float32)
+
+
+def test_import_of_a_node_whose_input_is_missing_is_a_value_error():
+    graph_def = {"node": [{"name": "b", "op": "Identity", "input": ["a:0"], "output": [["float32", []]]}]}
+    with pytest.raises(ValueError, match="node 'b' of the GraphDef names an input that is not defined"):
+        tf.import_graph_def(graph_def, tf.Graph())

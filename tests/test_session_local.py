@@ -504,3 +504,17 @@ def test_example_train_local_learns_and_prints_progress(capsys):
         f"{i}/12" for i in range(1, 13)
     ]
     assert accuracy > 0.95
+
+
+def test_uninitialized_error_names_where_the_variable_really_lives():
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:1"):
+            v = tf.Variable(1.0, name="w")
+        with (
+            tf.Session() as sess,
+            pytest.raises(
+                tf.errors.FailedPreconditionError,
+                match=r"uninitialized value w on /job:localhost/replica:0/task:0",
+            ),
+        ):
+            sess.run(v)

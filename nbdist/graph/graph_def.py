@@ -144,8 +144,14 @@ def import_graph_def(graph_def, graph=None):
     """
     graph = graph or Graph()
     for node in nodes_from_graph_def(graph_def):
-        inputs = [graph.get_tensor_by_name(i) for i in node.data_inputs]
-        controls = [graph.get_operation_by_name(c) for c in node.control_inputs]
+        try:
+            inputs = [graph.get_tensor_by_name(i) for i in node.data_inputs]
+            controls = [graph.get_operation_by_name(c) for c in node.control_inputs]
+        except KeyError as e:  # TF raises ValueError for a GraphDef that names a missing input
+            raise ValueError(
+                f"node {node.name!r} of the GraphDef names an input that is not defined before it: "
+                f"{e.args[0]}"
+            ) from None
         with graph._lock:
             if node.name in graph._ops_by_name:
                 raise ValueError(f"graph already has an op named {node.name!r}")

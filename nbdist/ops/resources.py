@@ -61,9 +61,15 @@ class VariableResource:
 
 
 class ResourceManager:
-    """Thread-safe map ``(container, name) -> resource`` that outlives steps."""
+    """Thread-safe map ``(container, name) -> resource`` that outlives steps.
 
-    def __init__(self):
+    Args:
+        device: where the resources live (the task's device, or the local session's);
+            errors about a variable name it.
+    """
+
+    def __init__(self, device=""):
+        self.device = device
         self._lock = threading.Lock()
         self._resources = {}
 
@@ -71,7 +77,8 @@ class ResourceManager:
         """The `VariableResource` of a variable node, created empty on first use."""
         name = node.attr.get("shared_name") or node.name
         container = node.attr.get("container") or container
-        return self.get_or_create((container, "variable", name), lambda: VariableResource(name, node.device))
+        device = self.device or node.device
+        return self.get_or_create((container, "variable", name), lambda: VariableResource(name, device))
 
     def get_or_create(self, key, factory):
         with self._lock:

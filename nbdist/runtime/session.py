@@ -32,7 +32,7 @@ class _LocalBackend:
         self._plans = {}
         self._lock = threading.Lock()
         self._step_id = 0
-        self.resources = ResourceManager()
+        self.resources = ResourceManager(LOCAL_DEVICE)
 
     def _sync_nodes(self):
         ops = self._graph._ops
