@@ -184,10 +184,6 @@ class Operation:
         """Names of the ops this op must be placed with (``loc:@name``), itself by default."""
         return list(self._attrs.get("_class", [f"loc:@{self._name}"]))
 
-    def _add_control_input(self, op):
-        if op not in self._control_inputs:
-            self._control_inputs.append(op)
-
     @property
     def node_def(self):
         from nbdist.graph.graph_def import node_def_of  # noqa: PLC0415 - graph_def imports graph

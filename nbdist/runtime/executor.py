@@ -46,16 +46,15 @@ class StepContext:
 
 
 class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "index", "frees")
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "frees")
 
-    def __init__(self, node, kernel, inputs, out, n_out, is_recv, index):
+    def __init__(self, node, kernel, inputs, out, n_out, is_recv):
         self.node = node
         self.kernel = kernel
         self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a variable node)
         self.out = out  # first output slot
         self.n_out = n_out
         self.is_recv = is_recv
-        self.index = index
         self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
 
 
@@ -120,7 +119,7 @@ class ExecutionPlan:
             n_slots += n_out
             for i in range(n_out):
                 slot_of.setdefault(f"{node.name}:{i}", base + i)
-            step = _Step(node, d.kernel, tuple(inputs), base, n_out, node.op == "_Recv", len(self._steps))
+            step = _Step(node, d.kernel, tuple(inputs), base, n_out, node.op == "_Recv")
             self._steps.append(step)
         self._n_slots = n_slots
         self._feed_slots = [slot_of[f] for f in self.feeds]
