@@ -21,13 +21,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def alive(pid):
-    """Whether `pid` is a live process (a zombie counts as gone)."""
+def _state(pid):
+    """The process state letter from /proc (R, S, T for stopped, Z, ...)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
+            return f.read().split(") ", 1)[1][0]
     except OSError:
-        return False
+        return ""
+
+
+def alive(pid):
+    """Whether `pid` is a live process (a zombie counts as gone)."""
+    return _state(pid) not in ("", "Z")
 
 
 def wait_gone(pids, timeout_s):
@@ -107,6 +112,10 @@ class ServerProcs:
         proc.send_signal(sig)
         if sig in (signal.SIGKILL, signal.SIGTERM):
             proc.wait(10)
+        elif sig == signal.SIGSTOP:  # delivery is asynchronous: wait until every thread stopped
+            deadline = time.monotonic() + 5
+            while _state(proc.pid) != "T" and time.monotonic() < deadline:
+                time.sleep(0.005)
 
     def stop(self):
         for proc in self.procs.values():
