@@ -133,53 +133,31 @@ def floors(n):
         stop([proc])
 
 
-# -- nbdist ---------------------------------------------------------------------------------------
-def nbdist_cluster(n_tasks):
-    cluster = {"local": [f"localhost:{free_port()}" for _ in range(n_tasks)]}
+# -- the same program on nbdist and on real TensorFlow (the API is the point) -------------------------
+def spawn(commands):
+    """Starts one process per command; returns them and the time they were started."""
     t0 = time.perf_counter()
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "nbdist.server",
-                "--cluster",
-                json.dumps(cluster),
-                "--job",
-                "local",
-                "--task",
-                str(i),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
-        for i in range(n_tasks)
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        for cmd in commands
     ]
-    return cluster, procs, t0
+    return procs, t0
 
 
-def bench_nbdist(n):
-    import nbdist as tf
-
-    cluster, procs, t0 = nbdist_cluster(2)
-    try:
-        for p in procs:
-            wait_line(p, "nbdist-server ready")
-        tf.reset_default_graph()
+def measure(tf, target, procs, t0, n):
+    """Ready time, step latencies, a 64 MB fetch and RSS of task 1, with `tf` = nbdist or tf.compat.v1."""
+    graph = tf.Graph()
+    with graph.as_default():
         with tf.device("/job:local/task:0"):
             local_c = tf.constant(1.0) + 1.0
         with tf.device("/job:local/task:1"):
             remote_c = tf.constant(1.0) + 1.0
             big = tf.Variable(tf.zeros([MB64 // 4]), name="big")
-        sess = tf.Session(f"zmq://{cluster['local'][0]}")
+        sess = tf.Session(target, graph=graph)
         sess.run(local_c)
-        ready_s = time.perf_counter() - t0
-        idle_rss = peak_rss_mib(procs[1].pid)
         out = {
-            "ready_s": ready_s,
-            "idle_rss_mib": idle_rss,
+            "ready_s": time.perf_counter() - t0,
+            "idle_rss_mib": peak_rss_mib(procs[1].pid),
             "step_1hop_s": timed(lambda: sess.run(local_c), n),
             "step_2hop_s": timed(lambda: sess.run(remote_c), n),
         }
@@ -187,12 +165,26 @@ def bench_nbdist(n):
         out["fetch64_s"] = timed(lambda: sess.run(big), max(5, n // 50))
         out["ps64_rss_mib"] = peak_rss_mib(procs[1].pid)
         sess.close()
-        return out
+    return out
+
+
+def bench_nbdist(n):
+    import nbdist as tf
+
+    cluster = {"local": [f"localhost:{free_port()}" for _ in range(2)]}
+    spec = json.dumps(cluster)
+    procs, t0 = spawn(
+        [sys.executable, "-m", "nbdist.server", "--cluster", spec, "--job", "local", "--task", str(i)]
+        for i in range(2)
+    )
+    try:
+        for p in procs:
+            wait_line(p, "nbdist-server ready")
+        return measure(tf, f"zmq://{cluster['local'][0]}", procs, t0, n)
     finally:
         stop(procs)
 
 
-# -- real TensorFlow ----------------------------------------------------------------------------------
 _TF_SERVER = r"""
 import json, sys, tensorflow as tf
 cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
@@ -207,42 +199,12 @@ def bench_tf(n):
         import tensorflow as real_tf
     except ImportError:
         return None
-    tf1 = real_tf.compat.v1
     cluster = {"local": [f"localhost:{free_port()}" for _ in range(2)]}
-    t0 = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _TF_SERVER, json.dumps(cluster), str(i)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
-        for i in range(2)
-    ]
+    procs, t0 = spawn([sys.executable, "-c", _TF_SERVER, json.dumps(cluster), str(i)] for i in range(2))
     try:
         for p in procs:
             wait_line(p, "ready", 120)
-        g = tf1.Graph()
-        with g.as_default():
-            with tf1.device("/job:local/task:0"):
-                local_c = tf1.constant(1.0) + 1.0
-            with tf1.device("/job:local/task:1"):
-                remote_c = tf1.constant(1.0) + 1.0
-                big = tf1.Variable(tf1.zeros([MB64 // 4]), name="big")
-            sess = tf1.Session(f"grpc://{cluster['local'][0]}", graph=g)
-            sess.run(local_c)
-            out = {
-                "ready_s": time.perf_counter() - t0,
-                "idle_rss_mib": peak_rss_mib(procs[1].pid),
-                "step_1hop_s": timed(lambda: sess.run(local_c), n),
-                "step_2hop_s": timed(lambda: sess.run(remote_c), n),
-            }
-            sess.run(big.initializer)
-            out["fetch64_s"] = timed(lambda: sess.run(big), max(5, n // 50))
-            out["ps64_rss_mib"] = peak_rss_mib(procs[1].pid)
-            sess.close()
-        return out
+        return measure(real_tf.compat.v1, f"grpc://{cluster['local'][0]}", procs, t0, n)
     finally:
         stop(procs)
 

@@ -28,20 +28,16 @@ class StepContext:
         step_id: this step's id (part of every rendezvous key).
         deadline: `time.monotonic()` value after which waits give up (None: no bound).
         trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
-        cancelled: a `threading.Event` that aborts waits when set, or None.
     """
 
-    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "cancelled", "device")
+    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device")
 
-    def __init__(
-        self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, cancelled=None, device=""
-    ):
+    def __init__(self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device=""):
         self.resources = resources
         self.rendezvous = rendezvous
         self.step_id = step_id
         self.deadline = deadline
         self.trace = trace
-        self.cancelled = cancelled
         self.device = device
 
 

@@ -74,7 +74,6 @@ class _StepPlan:
         self.placement = placement
         self.parts = parts  # task -> Partition
         self.handles = handles  # task -> graph handle
-        self.runs = 0
 
 
 class MasterService:
@@ -371,7 +370,6 @@ class _Step:
                 direct[task] = [self.fetches.index(n) for n in names]
                 vals = [None] * len(names)
             values.update(zip(names, vals, strict=True))
-        plan.runs += 1
         m.steps_run += 1
         meta = {"step_id": self.step_id, "new_partitioning": self.new, "master": m.task_device}
         if direct:

@@ -95,8 +95,6 @@ class Rendezvous:
                     raise self._aborted[ctx.step_id][0]
                 if any(k in self._table for k in keys):
                     return
-                if ctx.cancelled is not None and ctx.cancelled.is_set():
-                    raise errors.CancelledError(None, None, f"step {ctx.step_id} was cancelled")
                 remaining = None if ctx.deadline is None else ctx.deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise self._timeout(nodes)

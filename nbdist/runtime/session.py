@@ -57,7 +57,7 @@ class _LocalBackend:
         deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
         tracing = run_metadata is not None and options is not None and options.trace_level
         trace = [] if tracing else None
-        ctx = StepContext(self.resources, None, step_id, deadline, trace, None, LOCAL_DEVICE)
+        ctx = StepContext(self.resources, None, step_id, deadline, trace, LOCAL_DEVICE)
         values = [_owned(v) for v in plan.run(ctx, list(feeds.values()))]
         if tracing:
             stats = DeviceStepStats(LOCAL_DEVICE)

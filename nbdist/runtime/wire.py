@@ -25,6 +25,8 @@ import os
 import msgpack
 import numpy as np
 
+from nbdist import errors
+
 PROTOCOL_VERSION = 1
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_FRAMES = 65536
@@ -214,8 +216,6 @@ def _array_from(tensors, index, dtype, shape, used):
 
 def error_body(exc, task=""):
     """The body of an ``Error`` reply for an exception (OpError or WireError or other)."""
-    from nbdist import errors  # noqa: PLC0415 - errors imports nothing; kept local for clarity
-
     if isinstance(exc, errors.OpError):
         code, message, node = exc.error_code, exc.message, exc.node_def
         node = node if isinstance(node, str) else getattr(node, "name", "")
@@ -230,8 +230,6 @@ def error_body(exc, task=""):
 
 def raise_error(body):
     """Re-raises an ``Error`` reply as its TF class, prefixed by the remote task."""
-    from nbdist import errors  # noqa: PLC0415
-
     cls = errors.exception_type_from_error_code(body.get("code", errors.UNKNOWN))
     message = body.get("message", "")
     task = body.get("task", "")

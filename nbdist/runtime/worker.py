@@ -76,7 +76,7 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, cancelled=None):
+    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False):
         """Runs a registered partition for `step_id`; returns ``(fetch values, trace dict)``.
 
         Raises:
@@ -89,7 +89,7 @@ class WorkerService:
                 None,
                 None,
                 f"graph handle {handle!r} is not registered on {self.task_device} "
-                "(the task restarted?); the master re-registers the partition",
+                "(the task restarted?); create a new tf.Session so its partitions are registered again",
             )
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ops = [] if trace else None
@@ -99,7 +99,6 @@ class WorkerService:
             step_id,
             deadline,
             ops,
-            cancelled,
             self.task_device + "/device:CPU:0",
         )
         try:
