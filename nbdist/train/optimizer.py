@@ -217,7 +217,12 @@ class Optimizer(abc.ABC):
             if global_step is None:
                 apply_updates = self._finish(update_ops, scope)
             else:
-                with graph.control_dependencies([self._finish(update_ops, "update")]):
+                # The increment's constant too lives with the global step (as TF): no tensor
+                # crosses from the worker to the ps for it on every step.
+                with (
+                    graph.control_dependencies([self._finish(update_ops, "update")]),
+                    graph.colocate_with(global_step),
+                ):
                     apply_updates = state_ops.assign_add(global_step, 1, name=scope).op
         train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
         if apply_updates not in train_ops:
