@@ -37,9 +37,12 @@ def test_reuse_true_shares_and_reentering_opens_a_new_name_scope(graph):
 def test_existing_variable_without_reuse_says_where_and_how_to_fix(graph):
     with tf.variable_scope("m"):
         tf.get_variable("w", [2])
-    with pytest.raises(
-        ValueError, match=r"Variable m/w already exists, disallowed.*reuse=True.*AUTO_REUSE"
-    ) as e, tf.variable_scope("m"):
+    with (
+        pytest.raises(
+            ValueError, match=r"Variable m/w already exists, disallowed.*reuse=True.*AUTO_REUSE"
+        ) as e,
+        tf.variable_scope("m"),
+    ):
         tf.get_variable("w", [2])
     assert "test_variable_scope.py" in str(e.value)  # where it was first defined
     assert "tf.reset_default_graph()" in str(e.value)

@@ -19,6 +19,7 @@ from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
 from nbdist.ops import array_ops, control_flow_ops, math_ops, state_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
+from nbdist.train import staleness
 
 _VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
 
@@ -218,12 +219,18 @@ class Optimizer(abc.ABC):
                 apply_updates = self._finish(update_ops, scope)
             else:
                 # The increment's constant too lives with the global step (as TF): no tensor
-                # crosses from the worker to the ps for it on every step.
+                # crosses from the worker to the ps for it on every step. The step is read
+                # before the increment so that its staleness can be fetched (train/staleness.py).
+                with graph.colocate_with(global_step):
+                    step_at_start = math_ops.identity(global_step, name="step_at_start")
                 with (
-                    graph.control_dependencies([self._finish(update_ops, "update")]),
+                    graph.control_dependencies([self._finish(update_ops, "update"), step_at_start.op]),
                     graph.colocate_with(global_step),
                 ):
-                    apply_updates = state_ops.assign_add(global_step, 1, name=scope).op
+                    new_step = state_ops.assign_add(global_step, 1, name=scope)
+                apply_updates = new_step.op
+                with graph.name_scope(scope):
+                    staleness.record(apply_updates, new_step, step_at_start)
         train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
         if apply_updates not in train_ops:
             train_ops.append(apply_updates)
