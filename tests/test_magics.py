@@ -69,7 +69,10 @@ def test_unload_removes_the_magics():
         ("ps=1 worker=2   # three server processes, a live status table", "ps=1 worker=2"),
         ("# only a comment", ""),
         ("stop#not-a-comment", "stop#not-a-comment"),
-        ("""--spec '{"a#b": ["localhost:1"]}'  # a # inside quotes stays""", """--spec '{"a#b": ["localhost:1"]}'"""),
+        (
+            """--spec '{"a#b": ["localhost:1"]}'  # a # inside quotes stays""",
+            """--spec '{"a#b": ["localhost:1"]}'""",
+        ),
         ("""--spec "{'x': ['h #1:2']}" """, """--spec "{'x': ['h #1:2']}" """),
         ("local=2", "local=2"),
     ],
