@@ -1,20 +1,236 @@
-"""The README's main job: `python -m nbdist.demo` trains across a real local cluster."""
+"""The main job as a command: `nbdist demo` / `python -m nbdist demo` / `python -m nbdist.demo`.
 
+Real clusters of server processes on 127.0.0.1, a real SIGINT to a real demo process, and the
+HTML report checked for being self-contained (the browser check is test_browser_report.py).
+"""
+
+import html.parser
+import importlib
 import io
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 from nbdist import demo
+from procs import REPO, wait_gone
 
-pytestmark = pytest.mark.slow
+OPTIONS = ["--mode", "--workers", "--ps", "--steps", "--batch", "--seed", "--report", "--no-report"]
 
 
-def test_demo_trains_across_the_cluster_and_shows_progress():
+def server_children():
+    """PIDs of this process's `nbdist.server` children (a LocalCluster's tasks)."""
+    return [
+        c.pid
+        for c in psutil.Process().children(recursive=True)
+        if "nbdist.server" in " ".join(c.cmdline()[:3])
+    ]
+
+
+def run_demo(argv, cwd):
+    """`demo.main` in `cwd`; returns (exit code, everything it printed, bar included)."""
     out = io.StringIO()
-    assert demo.main(["--steps", "100"], out=out) == 0
-    text = out.getvalue()
-    assert "cluster ready in" in text
-    progress = [line for line in text.splitlines() if line.startswith("step ")]
-    assert len(progress) >= 4 and "worker:1" in progress[-1] and "steps/s" in progress[-1]
-    assert "/job:ps/replica:0/task:0/device:CPU:0:" in text and "sent" in text
-    assert "cluster stopped" in text
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        code = demo.main(argv, out=out)
+    finally:
+        os.chdir(old)
+    assert server_children() == [], "the demo left server processes"
+    return code, out.getvalue()
+
+
+class ExternalRefs(html.parser.HTMLParser):
+    """Every attribute that could make a browser fetch something, and every tag that loads code."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "link", "iframe", "object", "embed"):
+            self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "srcset", "data") and value is not None:
+                self.refs.append(value)
+
+
+# -- no processes --------------------------------------------------------------------------------------
+def test_help_describes_every_option_in_plain_text():
+    text = demo.parser("nbdist demo").format_help()
+    assert text.startswith("usage: nbdist demo")
+    lines = text.splitlines()
+    for option in OPTIONS:
+        i = next(
+            i
+            for i, line in enumerate(lines)
+            if line.strip().startswith(option + " ") or line.strip() == option
+        )
+        rest = re.sub(r"^\s*--[\w-]+( [A-Z{]\S*)?", "", lines[i]).strip() or lines[i + 1].strip()
+        assert len(rest) > 10, f"{option} has no help text: {lines[i]!r}"
+    assert "``" not in text and ":class:" not in text and "::" not in text  # no raw reStructuredText
+    assert "{in-graph,async}" in text  # sync comes with SyncReplicasOptimizer
+
+
+def test_the_step_rate_is_measured_over_more_than_one_step():
+    rate = demo.StepRate(window=4)
+    for t in (0.0, 5.0):  # the first step also ships the graph: no rate from it alone
+        rate.step(t)
+        assert rate.per_s is None
+    for t in (5.5, 6.0, 6.5, 7.0, 7.5):
+        rate.step(t)
+    assert rate.per_s == pytest.approx(4 / 2.0)  # the last 4 steps, not the slow first one
+
+
+def test_console_script_and_module_entry_points():
+    pyproject = (Path(REPO) / "pyproject.toml").read_text()  # (tomllib is Python 3.11+)
+    target = re.search(r'^\[project\.scripts\][^\[]*^nbdist = "([\w.]+):(\w+)"', pyproject, re.M | re.S)
+    assert target, "pyproject.toml declares no `nbdist` console script"
+    entry = getattr(importlib.import_module(target.group(1)), target.group(2))
+    assert entry is importlib.import_module("nbdist.__main__").main
+    assert re.search(r'^    "tqdm>=', pyproject, re.M)
+    for argv in (["-m", "nbdist", "demo", "--help"], ["-m", "nbdist.demo", "--help"]):
+        proc = subprocess.run(
+            [sys.executable, *argv], capture_output=True, text=True, timeout=60, check=False, cwd=REPO
+        )
+        assert proc.returncode == 0 and "--no-report" in proc.stdout, proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbdist", "dmeo"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 2 and "invalid choice: 'dmeo'" in proc.stderr
+
+
+# -- real clusters ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def in_graph_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("demo")
+    code, text = run_demo(["--steps", "80", "--workers", "2"], cwd)
+    return code, text, cwd
+
+
+@pytest.mark.slow
+def test_in_graph_demo_trains_writes_the_report_here_and_stops(in_graph_run):
+    code, text, cwd = in_graph_run
+    assert code == 0, text
+    assert "cluster ready in" in text and "/job:worker/task:1  pid" in text
+    assert re.search(r"80/80 .*loss w0 \d\.\d{3} w1 \d\.\d{3}, [\d.]+ steps/s", text), text[-600:]
+    summary = re.search(
+        r"in-graph: trained 80 global steps in [\d.]+ s \(([\d.]+) steps/s over the last", text
+    )
+    assert summary and float(summary.group(1)) > 0
+    report = cwd / demo.DEFAULT_REPORT
+    assert f"report: {report}" in text and report.stat().st_size > 10_000
+    assert text.rstrip().endswith("cluster stopped.")
+    accuracy = float(re.search(r"accuracy ([\d.]+)%", text).group(1))
+    assert accuracy > 80
+
+
+@pytest.mark.slow
+def test_the_report_copied_alone_has_everything_in_it(in_graph_run, tmp_path):
+    _, _, cwd = in_graph_run
+    alone = tmp_path / "empty"
+    alone.mkdir()
+    copy = Path(shutil.copy(cwd / demo.DEFAULT_REPORT, alone))
+    assert [p.name for p in alone.iterdir()] == [copy.name]
+    text = copy.read_text()
+    refs = ExternalRefs()
+    refs.feed(text)
+    assert refs.tags == []
+    assert [r for r in refs.refs if not r.startswith(("#", "data:"))] == []
+    assert "url(http" not in text and "@import" not in text
+    for section in ("nbdist-graph", "nbdist-placement-chart", "nbdist-loss", "nbdist-timeline"):
+        assert re.search(rf'class="nbdist-picture {section}"><svg', text), section
+    graph = text.split('class="nbdist-picture nbdist-graph">', 1)[1].split("</svg>", 1)[0]
+    for task in ("/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"):
+        assert task in graph
+    assert "_Send/_Recv pairs" in graph
+    loss = text.split('class="nbdist-picture nbdist-loss">', 1)[1].split("</svg>", 1)[0]
+    assert loss.count('id="line2d_') >= 3  # a curve per replica and the global step
+    assert "nbdist-placement-table" in text and "RunStep" in text
+
+
+@pytest.mark.slow
+def test_async_demo_each_worker_is_its_own_client(tmp_path):
+    code, text = run_demo(
+        ["--mode", "async", "--steps", "80", "--report", str(tmp_path / "a.html")], tmp_path
+    )
+    assert code == 0, text
+    per_worker = dict(re.findall(r"(worker:\d) (\d+)", text.split("steps per worker:", 1)[1].splitlines()[0]))
+    assert set(per_worker) == {"worker:0", "worker:1"} and all(int(n) > 0 for n in per_worker.values())
+    assert re.search(r"async: trained (8\d) global steps", text), text[-600:]
+    report = (tmp_path / "a.html").read_text()
+    assert "between-graph replication, asynchronous" in report and "worker 0&#x27;s graph" in report
+    assert [p.name for p in tmp_path.iterdir()] == ["a.html"]
+
+
+@pytest.mark.slow
+def test_without_graphviz_the_report_has_the_rest_and_says_how_to_get_it(tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no `dot` on it
+    code, text = run_demo(["--steps", "20"], tmp_path)
+    assert code == 0, text
+    report = (tmp_path / demo.DEFAULT_REPORT).read_text()
+    assert "Graph not drawn:" in report and "sudo apt-get install graphviz" in report
+    assert "DOT source" in report
+    for section in ("nbdist-placement-chart", "nbdist-loss", "nbdist-timeline"):
+        assert re.search(rf'class="nbdist-picture {section}"><svg', report), section
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["in-graph", "async"])
+def test_ctrl_c_stops_the_cluster_and_prints_one_line(tmp_path, mode):
+    env = {**os.environ, "PYTHONPATH": REPO}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nbdist", "demo", "--mode", mode, "--steps", "1000000", "--no-report"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        children = []
+        while time.monotonic() < deadline:  # wait until training runs: a bar with a rate
+            children = [c.pid for c in psutil.Process(proc.pid).children()]
+            if len(children) == 3 and _bar_shows_a_rate(proc):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the demo did not start training within 60 s")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == demo.EXIT_INTERRUPTED
+    everything = out + proc._bar_text + err
+    assert "Traceback" not in everything and "zmq" not in everything, everything[-2000:]
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("cluster ready in") and len(lines) == 5, lines  # ready, 3 tasks, 1 line
+    assert re.fullmatch(r"interrupted at step \d+: cluster stopped\.", lines[-1]), lines[-1]
+    assert wait_gone(children, 5.0)
+
+
+def _bar_shows_a_rate(proc):
+    """Reads what the bar wrote so far (non-blocking) and says whether it shows steps/s."""
+    buf = getattr(proc, "_bar_text", "")
+    while select.select([proc.stderr], [], [], 0)[0]:
+        chunk = os.read(proc.stderr.fileno(), 65536).decode(errors="replace")
+        if not chunk:
+            break
+        buf += chunk
+    proc._bar_text = buf
+    return "steps/s" in buf

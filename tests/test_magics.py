@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from nbdist.notebook import cluster as cluster_lib
+from nbdist.notebook import magics
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import wait_gone
@@ -56,6 +58,40 @@ def test_unload_removes_the_magics():
     finally:
         shell.run_line_magic("load_ext", "nbdist")
     assert "dtf_cluster" in shell.magics_manager.magics["line"]
+
+
+# ---------------------------------------------------------------- comments (no processes)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("ps=1 worker=2   # three server processes, a live status table", "ps=1 worker=2"),
+        ("# only a comment", ""),
+        ("stop#not-a-comment", "stop#not-a-comment"),
+        (
+            """--spec '{"a#b": ["localhost:1"]}'  # a # inside quotes stays""",
+            """--spec '{"a#b": ["localhost:1"]}'""",
+        ),
+        ("""--spec "{'x': ['h #1:2']}" """, """--spec "{'x': ['h #1:2']}" """),
+        ("local=2", "local=2"),
+    ],
+)
+def test_strip_comment_drops_a_trailing_comment_outside_quotes(line, expected):
+    assert magics.strip_comment(line) == expected
+
+
+def test_a_trailing_comment_is_not_read_as_arguments(ip):
+    # "status" in the comment used to be read as the `status` command (UsageError).
+    with capture_output() as out:
+        result = ip.run_cell("%dtf_cluster   # show the status of the running cluster, if any")
+    assert result.success, result.error_in_exec
+    assert "No cluster is running" in out.stdout
+
+
+def test_a_hash_inside_a_quoted_spec_reaches_the_spec(ip):
+    with pytest.raises(UsageError, match="job name 'a#b' is invalid"):
+        ip.run_line_magic("dtf_cluster", """--spec '{"a#b": ["localhost:1"]}'   # comment""")
 
 
 # ---------------------------------------------------------------- misuse (no processes)
@@ -114,19 +150,25 @@ def test_status_without_a_cluster_says_how_to_start_one(ip):
 @pytest.mark.slow
 def test_dtf_cluster_starts_binds_and_returns_the_cluster(ip, stop_after):
     with capture_output() as out:
-        cluster = ip.run_line_magic("dtf_cluster", "local=2")
-    assert ip.user_ns["dtf"] is cluster
+        assert ip.run_line_magic("dtf_cluster", "local=2") is None
+    cluster = ip.user_ns["dtf"]
     assert cluster.running
     assert sorted(cluster.pids) == [("local", 0), ("local", 1)]
-    assert "local  0" in out.stdout  # the text status table, outside a kernel
+    # Shown once, as one rich display: the text table (outside a kernel) and the HTML table.
+    assert len(out.outputs) == 1 and out.stdout == ""
+    shown = out.outputs[0].data
+    assert "local  0" in shown["text/plain"] and shown["text/plain"].startswith("<LocalCluster local=2")
+    assert "<table>" in shown["text/html"]
 
 
 @pytest.mark.slow
 def test_a_second_dtf_cluster_stops_the_first(ip, stop_after):
     with capture_output():
-        first = ip.run_line_magic("dtf_cluster", "local=1")
+        ip.run_line_magic("dtf_cluster", "local=1")
+        first = ip.user_ns["dtf"]
         pids = list(first.pids.values())
-        second = ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+        ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+        second = ip.user_ns["dtf"]
     assert not first.running
     assert wait_gone(pids, 1.0)
     assert second.cluster_spec.jobs == ["ps", "worker"]
@@ -139,7 +181,8 @@ def test_spec_file_starts_the_local_tasks(ip, stop_after, tmp_path):
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(spec))
     with capture_output():
-        cluster = ip.run_line_magic("dtf_cluster", f"--spec-file {path}")
+        ip.run_line_magic("dtf_cluster", f"--spec-file {path}")
+    cluster = ip.user_ns["dtf"]
     assert cluster.cluster_spec.as_dict() == spec
     assert len(cluster.pids) == 2
 
@@ -147,15 +190,18 @@ def test_spec_file_starts_the_local_tasks(ip, stop_after, tmp_path):
 @pytest.mark.slow
 def test_status_stop_and_restart(ip, stop_after):
     with capture_output() as out:
-        cluster = ip.run_line_magic("dtf_cluster", "local=1")
-        assert ip.run_line_magic("dtf_cluster", "status") is cluster
+        ip.run_line_magic("dtf_cluster", "local=1")
+        cluster = ip.user_ns["dtf"]
+        ip.run_line_magic("dtf_cluster", "status")
         old = list(cluster.pids.values())
-        assert ip.run_line_magic("dtf_cluster", "restart") is cluster
+        ip.run_line_magic("dtf_cluster", "restart")
+        assert ip.user_ns["dtf"] is cluster
         assert wait_gone(old, 1.0)
         assert cluster.running
         ip.run_line_magic("dtf_cluster", "stop")
     assert not cluster.running
     assert "Stopped <LocalCluster local=1 (stopped)" in out.stdout
+    assert len(out.outputs) == 3  # start, status, restart: each shows the cluster once
 
 
 @pytest.mark.slow
@@ -203,11 +249,45 @@ def test_dtf_worker_timeout(ip, stop_after):
         ip.run_cell_magic("dtf_worker", "--timeout 0.3", "import time\ntime.sleep(20)")
 
 
+def _examples(magic_name, kind):
+    """The example lines of a magic's docstring (what `%dtf_cluster?` shows)."""
+    doc = InteractiveShell.instance().magics_manager.magics[kind][magic_name].__doc__
+    block = doc.split("Example", 1)[1].split("::", 1)[1].split("\n\n")[1]  # the indented block
+    return [line[4:] for line in block.splitlines()]
+
+
+@pytest.mark.slow
+def test_every_dtf_cluster_help_example_runs_as_pasted(ip, stop_after):
+    examples = _examples("dtf_cluster", "line")
+    assert len(examples) == 6 and any("#" in e for e in examples)
+    ports = iter(cluster_lib._free_ports(2))
+    with capture_output():
+        for line in examples:
+            line = re.sub(r"localhost:\d+", lambda _: f"localhost:{next(ports)}", line)
+            result = ip.run_cell(line)
+            assert result.success, f"{line!r}: {result.error_in_exec!r}"
+    # The last two stop the cluster, then restart it (`restart` brings back the stopped `dtf`).
+    assert cluster_lib.current() is ip.user_ns["dtf"] and ip.user_ns["dtf"].running
+
+
+@pytest.mark.slow
+def test_the_dtf_worker_help_example_runs_as_pasted(ip, stop_after):
+    example = "\n".join(_examples("dtf_worker", "cell"))
+    assert example.startswith("%%dtf_worker")
+    with capture_output() as out:
+        ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
+        result = ip.run_cell(example)
+    assert result.success, result.error_in_exec
+    assert "[worker:0] task 0 computed 4.0" in out.stdout
+    assert "[worker:1] task 1 computed 8.0" in out.stdout
+
+
 @pytest.mark.slow
 def test_quoted_spec_json_starts_the_cluster(ip, stop_after):
     port = cluster_lib._free_ports(1)[0]
     with capture_output():
-        cluster = ip.run_line_magic("dtf_cluster", f"""--spec '{{"solo": ["localhost:{port}"]}}'""")
+        ip.run_line_magic("dtf_cluster", f"""--spec '{{"solo": ["localhost:{port}"]}}'""")
+    cluster = ip.user_ns["dtf"]
     assert cluster.cluster_spec.as_dict() == {"solo": [f"localhost:{port}"]}
     assert cluster.running
 

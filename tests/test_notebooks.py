@@ -181,6 +181,12 @@ def test_scenario_cluster_graph_and_async_training(tmp_path, kernel_env):
     views = [s["state"] for s in states if "nbdist-cluster-status" in s["state"].get("_dom_classes", [])]
     assert len(views) == 2  # one per %dtf_cluster
     assert all("(stopped)" in v["value"] for v in views)
+    for cell in nb.cells:  # each start shows the cluster once: the widget, with text/HTML fallbacks
+        if cell.source.startswith("%dtf_cluster") and "stop" not in cell.source:
+            assert [o["output_type"] for o in cell.outputs] == ["display_data"], cell.outputs
+            shown = cell.outputs[0]["data"]
+            assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(shown)
+            assert shown["text/plain"].startswith("<LocalCluster") and "address" in shown["text/plain"]
 
 
 # ---------------------------------------------------------------- kernels killed and interrupted

@@ -62,6 +62,17 @@ def test_graph_view_fetch_control_and_its_errors(traced):
     assert "did you mean" in view.header.value and view.graph.value == before
 
 
+def test_graph_and_placement_summaries_name_no_task_without_a_device():
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(tf.zeros([2]), name="w")
+        tf.global_variables_initializer()  # `init` has no device: it is not a task named ''
+    text = repr(widgets.show_graph(g))
+    assert "''" not in text and "1 with no device requested, tasks ['/job:ps/task:0']" in text
+    assert "''" not in repr(widgets.show_placement(g)) and w.device == "/job:ps/task:0"
+
+
 def test_graph_view_of_a_tensor_shows_what_it_needs(traced):
     view = widgets.show_graph(traced.loss)
     assert view.fetch.value == "model/Mean" and "GradientDescent" not in view.dot_source

@@ -403,14 +403,20 @@ class LocalCluster:
         return self._view.widget
 
     def display_status(self):
-        """Shows the status: the live widget in a Jupyter kernel, else a text table."""
+        """Shows the cluster once (IPython ``display``): see `_repr_mimebundle_`."""
         from IPython.display import display  # noqa: PLC0415 - notebook-only dependency
 
+        display(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The cluster's one rich display: the live status widget in a Jupyter kernel, with the
+        status as an HTML table and as a text table for frontends without widgets."""
+        rows = self.status()
+        bundle = {"text/plain": status_text(rows, self), "text/html": status_html(rows, self)}
         widget = self.status_view() if _in_kernel() else None
         if widget is not None:
-            display(widget)
-        else:
-            print(status_text(self.status(), self))
+            bundle.update((k, v) for k, v in (widget._repr_mimebundle_() or {}).items() if k != "text/plain")
+        return bundle
 
 
 def _in_kernel():

@@ -3,7 +3,7 @@
 ``%dtf_cluster``
     Starts, shows, stops or restarts the notebook's cluster (a `LocalCluster`): one server
     process per task, on free ports of 127.0.0.1, each answering within a bounded wait. The
-    cluster is bound to ``dtf`` in the notebook and shown as a live status table.
+    cluster is bound to ``dtf`` in the notebook and shown once, as a live status table.
 
 ``%%dtf_worker``
     Runs the cell in every selected task's process at once (between-graph replication: each
@@ -66,8 +66,11 @@ class ClusterMagics(Magics):
             %dtf_cluster stop
             %dtf_cluster restart
 
-        The cluster is bound to ``dtf`` in the notebook and returned.
+        The cluster is bound to ``dtf`` in the notebook and shown once, wherever the line is
+        in the cell: the live status widget (a text table outside Jupyter). A trailing
+        ``# comment`` is ignored, as on a Python line.
         """
+        line = strip_comment(line)
         args = parse_argstring(self.dtf_cluster, line)
         actions = [w for w in args.words if w in _ACTIONS]
         if actions:
@@ -89,15 +92,13 @@ class ClusterMagics(Magics):
             raise UsageError(f"%dtf_cluster: {e}") from None
         self.shell.user_ns["dtf"] = cluster
         cluster.display_status()
-        return cluster
 
     def _status(self):
         cluster = cluster_lib.current()
         if cluster is None:
             print("No cluster is running; start one with `%dtf_cluster local=2` (or ps=1 worker=2)")
-            return None
+            return
         cluster.display_status()
-        return cluster
 
     def _stop(self):
         cluster = cluster_lib.current()
@@ -114,7 +115,6 @@ class ClusterMagics(Magics):
         cluster.restart()
         self.shell.user_ns["dtf"] = cluster
         cluster.display_status()
-        return cluster
 
     @magic_arguments()
     @argument("--job", help="the job whose tasks run the cell (default: `worker`, or the cluster's only job)")
@@ -138,11 +138,12 @@ class ClusterMagics(Magics):
         Example::
 
             %%dtf_worker --job worker
-            with tf.device(tf.train.replica_device_setter(cluster=cluster)):
-                ...
-            print("task", task_index, "done")
+            with tf.device(f"/job:worker/task:{task_index}"):
+                y = tf.reduce_sum(tf.ones([2, 2])) * float(task_index + 1)
+            with tf.Session(server.target) as sess:  # this task is its own client
+                print("task", task_index, "computed", sess.run(y))
         """
-        args = parse_argstring(self.dtf_worker, line)
+        args = parse_argstring(self.dtf_worker, strip_comment(line))
         cluster = cluster_lib.current()
         if cluster is None:
             raise UsageError("%%dtf_worker needs a running cluster: run `%dtf_cluster ps=1 worker=2` first")
@@ -150,6 +151,24 @@ class ClusterMagics(Magics):
         if args.timeout is not None and args.timeout <= 0:
             raise UsageError(f"%%dtf_worker --timeout must be positive seconds, got {args.timeout}")
         return task_exec.run_cell(tasks, cell, cluster.key, timeout_s=args.timeout)
+
+
+def strip_comment(line):
+    """`line` without a trailing ``# comment``, as a Python line or a shell word would end.
+
+    A ``#`` starts a comment at the start of the line or after whitespace, outside quotes; a
+    ``#`` inside a quoted argument (``--spec '{"a#b": [...]}'``) or inside a word (``a#b``) is
+    kept. IPython hands a line magic everything after its name, comment included.
+    """
+    quote = None
+    for i, ch in enumerate(line):
+        if quote is not None:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line
 
 
 def _parse_jobs(words):

@@ -122,7 +122,10 @@ class GraphView(_VBox):
 
     def __repr__(self):
         model = self.model
-        return f"<nbdist GraphView: {model.mode}, {len(model.nodes)} nodes, tasks {model.tasks()}>"
+        tasks = [t for t in model.tasks() if t]
+        loose = sum(not model.task[n.name] for n in model.nodes)  # no device requested (e.g. `init`)
+        more = f", {loose} with no device requested" if loose else ""
+        return f"<nbdist GraphView: {model.mode}, {len(model.nodes)} nodes{more}, tasks {tasks}>"
 
 
 def show_graph(source, fetch=None, collapse=None, expanded=(), title=None):

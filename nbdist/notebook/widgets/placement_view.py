@@ -57,7 +57,7 @@ class PlacementView(_VBox):
         }
 
     def __repr__(self):
-        held = ", ".join(f"{r['task']}: {len(r['variables'])} variables" for r in self.rows)
+        held = ", ".join(f"{r['task'] or 'no device'}: {len(r['variables'])} variables" for r in self.rows)
         return f"<nbdist PlacementView ({self.model.mode}): {held}>"
 
 

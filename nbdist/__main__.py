@@ -1,0 +1,38 @@
+"""``nbdist COMMAND`` (the console script) and ``python -m nbdist COMMAND``.
+
+Commands:
+    demo    a local cluster trains a model; writes an HTML report (``nbdist demo --help``)
+"""
+
+import argparse
+import sys
+
+_COMMANDS = {
+    "demo": "start a local cluster, train a model across it, write an HTML report, stop the cluster",
+}
+
+
+def main(argv=None):
+    """Dispatches to a command's own `main`; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(
+        prog="nbdist",
+        description="nbdist: TensorFlow 1.x's distributed programming model on numpy + ZeroMQ.",
+        epilog="commands:\n"
+        + "\n".join(f"  {name:8}{text}" for name, text in _COMMANDS.items())
+        + "\n\n`nbdist COMMAND --help` describes a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("command", choices=sorted(_COMMANDS), help="what to run (see below)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the command's own options")
+    if not argv:
+        parser.print_help()
+        return 2
+    ns = parser.parse_args(argv[:1])  # only the command: its options are its own parser's
+    from nbdist import demo  # noqa: PLC0415 - loads the runtime and notebook layers only when run
+
+    return {"demo": demo.main}[ns.command](argv[1:], prog=f"nbdist {ns.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
