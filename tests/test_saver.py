@@ -132,7 +132,10 @@ def test_restore_of_a_missing_key_names_it(tmp_path):
         path = tf.train.Saver([w]).save(sess, str(tmp_path / "m"))
     extra = tf.Variable(1.0, name="extra")
     saver = tf.train.Saver([w, extra])
-    with tf.Session() as sess, pytest.raises(tf.errors.NotFoundError, match="Key extra not found in checkpoint"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(tf.errors.NotFoundError, match="Key extra not found in checkpoint"),
+    ):
         saver.restore(sess, path)
 
 

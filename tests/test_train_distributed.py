@@ -199,3 +199,40 @@ def test_plain_session_gets_unavailable_and_restore_brings_training_back(procs, 
         sess.close()
     finally:
         server.stop()
+
+
+def test_each_ps_writes_and_reads_its_own_shard(tmp_path):
+    from procs import ServerProcs  # noqa: PLC0415
+
+    servers = ServerProcs(cluster_dict(ps=2, worker=1))
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device("/job:ps/task:0"):
+                a = tf.Variable(np.arange(1000.0), name="a")
+            with tf.device("/job:ps/task:1"):
+                b = tf.Variable(np.full((30, 30), 2.0), name="b")
+            init = tf.global_variables_initializer()
+            saver = tf.train.Saver()
+        with tf.Session(servers.target("worker", 0), graph=graph) as sess:
+            sess.run(init)
+            meta = tf.RunMetadata()
+            sess.run(
+                saver.saver_def.save_tensor_name,
+                {saver.saver_def.filename_tensor_name: str(tmp_path / "m")},
+                options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                run_metadata=meta,
+            )
+            where = {name: dev for name, dev in meta.placement.items() if name.startswith("save/")}
+            assert where["save/SaveV2"].startswith("/job:ps/replica:0/task:0")
+            assert where["save/SaveV2_1"].startswith("/job:ps/replica:0/task:1")
+            assert sorted(p.name for p in tmp_path.glob("m.data-*")) == [
+                "m.data-00000-of-00002",
+                "m.data-00001-of-00002",
+            ]
+            sess.run([tf.assign(a, np.zeros(1000)), tf.assign(b, np.zeros((30, 30)))])
+            saver.restore(sess, str(tmp_path / "m"))
+            np.testing.assert_array_equal(sess.run(a), np.arange(1000.0))
+            np.testing.assert_array_equal(sess.run(b), np.full((30, 30), 2.0))
+    finally:
+        servers.stop()

@@ -181,6 +181,8 @@ class StepCounterHook(SessionRunHook):
 
 
 class NanLossDuringTrainingError(RuntimeError):
+    """Raised by `NanTensorHook` when the loss is NaN."""
+
     def __str__(self):
         return "NaN loss during training."
 

@@ -18,7 +18,7 @@ _log = logging.getLogger("nbdist")
 
 
 class Coordinator:
-    """`tf.train.Coordinator(clean_stop_exception_types=None)`.
+    """Lets threads stop together and report the exception that stopped them (TF's Coordinator).
 
     Args:
         clean_stop_exception_types: exception types that stop the threads without being an
@@ -140,7 +140,7 @@ class Coordinator:
 
 
 class LooperThread(threading.Thread):
-    """`tf.train.LooperThread(coord, timer_interval_secs, target=None, args=None, kwargs=None)`.
+    """A thread that calls a function every N seconds until its coordinator says stop.
 
     Calls `target` (or `run_loop`) every `timer_interval_secs` (or back to back when None)
     until the coordinator says stop; an exception in it requests the stop.

@@ -370,7 +370,7 @@ class _MonitoredSession:
 
 
 class MonitoredSession(_MonitoredSession):
-    """`tf.train.MonitoredSession(session_creator=None, hooks=None, stop_grace_period_secs=120)`.
+    """A session that runs hooks around each run and re-creates itself after a task restart.
 
     Recovers from `AbortedError` / `UnavailableError` by re-creating its session.
 

@@ -77,7 +77,7 @@ def _ref(var):
 
 
 class Saver:
-    """`tf.train.Saver(var_list=None, max_to_keep=5, sharded=False, ...)`.
+    """Saves and restores variables; each variable device writes and reads its own shard.
 
     Args:
         var_list: variables to save (a list, or a dict ``{name in the checkpoint: variable}``);

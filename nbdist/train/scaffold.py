@@ -66,9 +66,10 @@ def _default_saver():
 
 
 class Scaffold:
-    """`tf.train.Scaffold(init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
-    ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
-    copy_from_scaffold=None, local_init_feed_dict=None)`."""
+    """The init, ready, local-init and summary ops and the saver of a monitored session.
+
+    Each argument left None is filled in by `finalize()` (see the module docstring).
+    """
 
     def __init__(
         self,

@@ -38,8 +38,13 @@ def _chief_task(sess):
 
 
 class SessionManager:
-    """`tf.train.SessionManager(local_init_op=None, ready_op=None, ready_for_local_init_op=None,
-    graph=None, recovery_wait_secs=30, local_init_run_options=None, local_init_feed_dict=None)`."""
+    """Creates sessions whose model is ready: restored, initialized, or waited for.
+
+    Args:
+        local_init_op: run in every new session once `ready_for_local_init_op` is satisfied.
+        ready_op: a string tensor listing what is not ready (empty: ready).
+        recovery_wait_secs: polling bound for `wait_for_session` (see the module docstring).
+    """
 
     def __init__(
         self,

@@ -48,10 +48,7 @@ def _default_summary_op():
 
 
 class Supervisor:
-    """`tf.train.Supervisor(graph=None, ready_op=USE_DEFAULT, is_chief=True, init_op=USE_DEFAULT,
-    local_init_op=USE_DEFAULT, logdir=None, summary_op=USE_DEFAULT, saver=USE_DEFAULT,
-    global_step=USE_DEFAULT, save_summaries_secs=120, save_model_secs=600,
-    recovery_wait_secs=30, stop_grace_secs=120, checkpoint_basename="model.ckpt", ...)`.
+    """TF's older training helper: initialize or restore, save periodically, stop together.
 
     Each op argument is ``USE_DEFAULT`` (take it from the graph's collection, else build
     TF's default), None (do not use one), or the op itself. The graph is finalized.
