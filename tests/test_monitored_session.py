@@ -125,9 +125,10 @@ def test_logging_tensor_hook_logs_every_n_iter(caplog):
 
 def test_nan_tensor_hook_raises_or_stops():
     loss = tf.constant(np.nan)
-    with pytest.raises(tf.train.NanLossDuringTrainingError, match="NaN loss during training"):  # noqa: PT012
-        with tf.train.MonitoredSession(hooks=[tf.train.NanTensorHook(loss)]) as sess:
-            sess.run(loss)
+    session = tf.train.MonitoredSession(hooks=[tf.train.NanTensorHook(loss)])
+    with pytest.raises(tf.train.NanLossDuringTrainingError, match="NaN loss during training"):
+        session.run(loss)
+    session.close()
     tf.reset_default_graph()
     loss = tf.constant(np.nan)
     with tf.train.MonitoredSession(hooks=[tf.train.NanTensorHook(loss, fail_on_nan_loss=False)]) as sess:

@@ -5,13 +5,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
-from procs import REPO
 
 import nbdist as tf
 from nbdist.ops import checkpoint_format
+from procs import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def _model():
 
 
 def test_save_returns_the_prefix_and_writes_tf_layout(tmp_path):
-    w, n, s, step = _model()
+    _model()
     saver = tf.train.Saver()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -154,12 +155,12 @@ def test_save_into_a_missing_directory_is_a_value_error(tmp_path):
     saver = tf.train.Saver()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        with pytest.raises(ValueError, match="Parent directory of .* doesn't exist"):
+        with pytest.raises(ValueError, match=r"Parent directory of .* doesn't exist"):
             saver.save(sess, str(tmp_path / "no" / "m"))
 
 
 def test_corrupted_data_is_data_loss_not_garbage(tmp_path):
-    w, *_ = _model()
+    _model()
     saver = tf.train.Saver()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -239,8 +240,6 @@ def test_a_crash_mid_save_leaves_latest_restorable(tmp_path):
         text=True,
     )
     try:
-        import time  # noqa: PLC0415
-
         deadline = time.monotonic() + 60
         while not marker.exists():
             assert proc.poll() is None, proc.communicate()

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import REPO, cluster_dict, wait_gone
+from procs import REPO, ServerProcs, cluster_dict, wait_gone
 
 pytestmark = pytest.mark.slow
 
@@ -202,8 +202,6 @@ def test_plain_session_gets_unavailable_and_restore_brings_training_back(procs, 
 
 
 def test_each_ps_writes_and_reads_its_own_shard(tmp_path):
-    from procs import ServerProcs  # noqa: PLC0415
-
     servers = ServerProcs(cluster_dict(ps=2, worker=1))
     try:
         graph = tf.Graph()
