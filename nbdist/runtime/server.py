@@ -7,7 +7,9 @@ on background threads. The master service handles clients' sessions (`CreateSess
 report on the task (for `%dtf_cluster` and its widget).
 """
 
+import contextlib
 import os
+import signal
 import socket
 import threading
 
@@ -170,8 +172,19 @@ class Server:
         return kind == "RunGraph" and self.worker.runs_quickly(msg.get("handle"))
 
     def join(self, timeout_s=None):
-        """Blocks until the server is stopped (as TF's `join`, which never returns on its own)."""
-        self._stopped.wait(timeout_s)
+        """Blocks until the server is stopped, or this process gets SIGTERM or SIGINT.
+
+        As TF's `join` it never returns on its own. Called on the main thread, it also
+        handles SIGTERM and SIGINT for its duration: either stops the server (freeing its
+        port) and returns at once, so a ``server.join()`` script exits cleanly with status 0.
+        The previous handlers are restored afterwards. `timeout_s` bounds the wait (None:
+        no bound). Returns True if the server is stopped.
+        """
+        with _stop_on_signals(self._stopped):
+            self._stopped.wait(timeout_s)
+        if self._stopped.is_set():
+            self.stop()
+        return self._stopped.is_set()
 
     def stop(self):
         """Stops serving and frees the port before returning (idempotent)."""
@@ -321,6 +334,26 @@ def register_handler(msg_type, handler):
     if msg_type in _HANDLERS or msg_type in _DEFERRED_HANDLERS:
         raise ValueError(f"a handler for {msg_type!r} is already registered")
     _HANDLERS[msg_type] = handler
+
+
+@contextlib.contextmanager
+def _stop_on_signals(event):
+    """Within the block, SIGTERM/SIGINT set `event` (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def on_signal(signum, frame):
+        event.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _free_port():

@@ -1,11 +1,47 @@
-"""`tf.train`: optimizers, global step, and (lazily) the distributed runtime's entry points."""
+"""`tf.train`: optimizers, global step, checkpoints, monitored sessions and hooks, and (lazily)
+the distributed runtime's entry points."""
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.train.adam import AdamOptimizer
+from nbdist.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
+from nbdist.train.checkpoint_management import (
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.gradient_descent import GradientDescentOptimizer
 from nbdist.train.momentum import MomentumOptimizer
+from nbdist.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from nbdist.train.optimizer import Optimizer
+from nbdist.train.saver import Saver, SaverDef
+from nbdist.train.scaffold import Scaffold
+from nbdist.train.session_manager import SessionManager
+from nbdist.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from nbdist.train.supervisor import Supervisor
 from nbdist.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -16,17 +52,51 @@ from nbdist.train.training_util import (
 
 __all__ = [
     "AdamOptimizer",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "ChiefSessionCreator",
     "ClusterSpec",
+    "Coordinator",
+    "FinalOpsHook",
     "GradientDescentOptimizer",
+    "LoggingTensorHook",
+    "LooperThread",
     "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
     "Optimizer",
+    "Saver",
+    "SaverDef",
+    "Scaffold",
+    "SecondOrStepTimer",
     "Server",
+    "SessionCreator",
+    "SessionManager",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
+    "Supervisor",
+    "WorkerSessionCreator",
     "assert_global_step",
+    "checkpoint_exists",
     "create_global_step",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "latest_checkpoint",
+    "remove_checkpoint",
     "replica_device_setter",
+    "update_checkpoint_state",
 ]
 
 
