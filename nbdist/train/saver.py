@@ -15,6 +15,7 @@ via a rename). `latest_checkpoint` thus always names a complete checkpoint.
 
 import logging
 import os
+import threading
 import time
 
 import numpy as np
@@ -116,6 +117,7 @@ class Saver:
         filename=None,
     ):
         self._max_to_keep = max_to_keep
+        self._save_lock = threading.Lock()
         self._hours = keep_checkpoint_every_n_hours
         self._sharded = sharded
         self._pad_step_number = pad_step_number
@@ -248,41 +250,44 @@ class Saver:
         Raises:
             ValueError: if the directory of `save_path` does not exist.
         """
-        if global_step is not None:
-            if not isinstance(global_step, int):
-                global_step = training_util.global_step(sess, global_step)
-            step = f"{int(global_step):08d}" if self._pad_step_number else str(int(global_step))
-            checkpoint_file = f"{save_path}-{step}"
-        else:
-            checkpoint_file = save_path
-            if os.path.basename(save_path) == (latest_filename or "checkpoint"):
-                raise ValueError(
-                    f"'latest_filename' collides with 'save_path': {latest_filename or 'checkpoint'!r} "
-                    f"and {save_path!r}"
-                )
-        parent = os.path.dirname(save_path)
-        if parent and not os.path.isdir(parent):
-            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
-        if self._is_empty:
-            return None
-        value = sess.run(
-            self.saver_def.save_tensor_name, {self.saver_def.filename_tensor_name: checkpoint_file}
-        )
-        prefix = value.decode() if isinstance(value, bytes) else str(value)
-        if write_state:
-            self._record(prefix)
-            _cm.update_checkpoint_state(
-                parent or ".",
-                os.path.relpath(prefix, parent) if self._save_relative_paths and parent else prefix,
-                [
-                    os.path.relpath(p, parent) if self._save_relative_paths and parent else p
-                    for p in self.last_checkpoints
-                ],
-                latest_filename,
-                [t for _, t in self._last_checkpoints if t is not None] or None,
+        # One save at a time per saver: a background save (Supervisor, CheckpointSaverHook) and
+        # an explicit one cannot interleave, so "latest" never goes back to an older step.
+        with self._save_lock:
+            if global_step is not None:
+                if not isinstance(global_step, int):
+                    global_step = training_util.global_step(sess, global_step)
+                step = f"{int(global_step):08d}" if self._pad_step_number else str(int(global_step))
+                checkpoint_file = f"{save_path}-{step}"
+            else:
+                checkpoint_file = save_path
+                if os.path.basename(save_path) == (latest_filename or "checkpoint"):
+                    raise ValueError(
+                        f"'latest_filename' collides with 'save_path': {latest_filename or 'checkpoint'!r} "
+                        f"and {save_path!r}"
+                    )
+            parent = os.path.dirname(save_path)
+            if parent and not os.path.isdir(parent):
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            if self._is_empty:
+                return None
+            value = sess.run(
+                self.saver_def.save_tensor_name, {self.saver_def.filename_tensor_name: checkpoint_file}
             )
-            self._delete_old()
-        return prefix
+            prefix = value.decode() if isinstance(value, bytes) else str(value)
+            if write_state:
+                self._record(prefix)
+                _cm.update_checkpoint_state(
+                    parent or ".",
+                    os.path.relpath(prefix, parent) if self._save_relative_paths and parent else prefix,
+                    [
+                        os.path.relpath(p, parent) if self._save_relative_paths and parent else p
+                        for p in self.last_checkpoints
+                    ],
+                    latest_filename,
+                    [t for _, t in self._last_checkpoints if t is not None] or None,
+                )
+                self._delete_old()
+            return prefix
 
     def restore(self, sess, save_path):
         """Restores the variables from the checkpoint at `save_path` (a prefix).
