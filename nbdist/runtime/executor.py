@@ -47,7 +47,7 @@ class _Step:
     def __init__(self, node, kernel, inputs, out, n_out, is_recv):
         self.node = node
         self.kernel = kernel
-        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a variable node)
+        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a resource)
         self.out = out  # first output slot
         self.n_out = n_out
         self.is_recv = is_recv
@@ -93,10 +93,10 @@ class ExecutionPlan:
         self.nodes = order
         slot_of = {name: i for i, name in enumerate(self.feeds)}
         n_slots = len(slot_of)
-        self._ref_nodes = []
+        self._refs = []  # (ResourceKind, creator NodeDef) per ref input
         self._steps = []
         for node in order:
-            d = registry._REGISTRY.get(node.op)
+            d = registry.lookup(node.op, None)
             if d is None or d.kernel is None:
                 raise errors.NotFoundError(
                     node.name,
@@ -104,11 +104,12 @@ class ExecutionPlan:
                     f"no kernel for op type {node.op!r} (node {node.name!r} on "
                     f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
                 )
+            refs = {pos: (src, kind) for pos, src, kind in registry.ref_inputs(node)}
             inputs = []
             for pos, inp in enumerate(node.data_inputs):
-                if pos in d.ref_inputs:
-                    self._ref_nodes.append(by_name[_split_input(inp)[0]])
-                    inputs.append(-len(self._ref_nodes))
+                if pos in refs:
+                    self._refs.append(_ref_resource(node, pos, *refs[pos], by_name))
+                    inputs.append(-len(self._refs))
                 else:
                     inputs.append(slot_of[_canon(inp)])
             base, n_out = n_slots, len(node.output)
@@ -129,7 +130,7 @@ class ExecutionPlan:
         for slot, step in last_use.items():
             if slot not in kept:
                 step.frees += (slot,)
-        self.may_block = any(registry._REGISTRY[n.op].blocking for n in order)
+        self.may_block = any(registry.lookup(n.op).blocking for n in order)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def run(self, ctx, feed_values=()):
@@ -187,7 +188,7 @@ class ExecutionPlan:
 
     def _execute(self, step, ctx, vals, trace):
         node = step.node
-        args = [vals[i] if i >= 0 else ctx.resources.variable(self._ref_nodes[-i - 1]) for i in step.inputs]
+        args = [vals[i] if i >= 0 else ctx.resources.resource(*self._refs[-i - 1]) for i in step.inputs]
         start = time.perf_counter() if trace is not None else 0.0
         try:
             out = step.kernel(ctx, node, *args)
@@ -232,8 +233,7 @@ def prune_and_sort(by_name, fed, fetches, targets):
             raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
         visiting.add(name)
         stack.append((name, True))
-        d = registry._REGISTRY.get(node.op)
-        refs = d.ref_inputs if d else ()
+        refs = {pos for pos, _, _ in registry.ref_inputs(node)}
         for pos, inp in enumerate(node.data_inputs):
             if _canon(inp) in fed or pos in refs:
                 continue  # fed tensors cut the graph; ref inputs need the variable, not its value
@@ -244,6 +244,27 @@ def prune_and_sort(by_name, fed, fetches, targets):
             if c not in needed:
                 stack.append((c, False))
     return order
+
+
+def _ref_resource(node, pos, src, kind, by_name):
+    """``(kind, creator node)`` of ref input `pos` of `node`, checked against its creator."""
+    creator = by_name.get(src)
+    if creator is None:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ref input {pos} of {node.op} node {node.name!r} names {src!r}, not in the graph",
+        )
+    creates = registry.lookup(creator.op, None)
+    creates = creates.creates if creates is not None else None
+    if creates is not None and creates is not kind:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ref input {pos} of {node.op} node {node.name!r} takes a {kind.name} resource, but "
+            f"its input {creator.name!r} ({creator.op}) creates a {creates.name}",
+        )
+    return kind, creator
 
 
 def _canon(name):

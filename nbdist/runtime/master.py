@@ -431,13 +431,11 @@ def _event(service, method, task, start_s=None, **extra):
 
 
 def _with_ref_sources(nodes, by_name):
-    """Adds the variables that writers reference (ref inputs) without running them."""
+    """Adds the resource creators (variables, ...) that ref inputs name, without running them."""
     present = {n.name for n in nodes}
     extra = []
     for node in nodes:
-        d = registry._REGISTRY.get(node.op)
-        for pos in d.ref_inputs if d else ():
-            src = node.data_inputs[pos].rpartition(":")[0]
+        for _, src, _ in registry.ref_inputs(node):
             if src not in present:
                 present.add(src)
                 extra.append(by_name[src])
