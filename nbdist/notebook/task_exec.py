@@ -35,6 +35,7 @@ import traceback
 import numpy as np
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.notebook import events
 from nbdist.runtime import server as server_lib
 from nbdist.runtime import transport
@@ -140,7 +141,8 @@ class ExecService:
         self.server = server
         spec = server.server_def
         self.job_name, self.task_index = spec["job_name"], spec["task_index"]
-        self.label = f"{self.job_name}:{self.task_index}"
+        self.task = Task(self.job_name, self.task_index)
+        self.label = self.task.label
         self._lock = threading.Lock()
         self._executions = collections.OrderedDict()
         self._queue = collections.deque()
@@ -170,7 +172,7 @@ class ExecService:
                 raise errors.FailedPreconditionError(
                     None,
                     None,
-                    f"/job:{self.job_name}/task:{self.task_index} is still running cell "
+                    f"{self.task.name} is still running cell "
                     f"{busy.id}; wait for it to finish or interrupt it",
                 )
             execution = _Execution(exec_id, code)
@@ -532,8 +534,8 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
     runs = []
     try:
         for job, index, address in tasks:
-            label = f"{job}:{index}"
-            run = _RemoteRun(label, f"/job:{job}/task:{index}", address, key, _Printer(label, streams))
+            task = Task(job, index)
+            run = _RemoteRun(task.label, task.name, address, key, _Printer(task.label, streams))
             run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
             runs.append(run)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s

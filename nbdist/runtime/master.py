@@ -19,6 +19,7 @@ import threading
 import time
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer, transport, wire
@@ -90,7 +91,7 @@ class MasterService:
         self.cluster = cluster
         self.job_name = job_name
         self.task_index = task_index
-        self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.task_device = Task(job_name, task_index).device
         self.local_worker = local_worker
         self.key = key
         self.loop = None  # the server's ServingLoop, set when it starts
@@ -102,8 +103,7 @@ class MasterService:
         self.steps_run = 0
 
     def address_of(self, task_device):
-        job, task = _job_task(task_device)
-        return self.cluster.task_address(job, task)
+        return self.cluster.task_address(*Task.parse(task_device))
 
     # -- sessions -------------------------------------------------------------------------------
     def create_session(self, graph_def, config):
@@ -440,8 +440,3 @@ def _with_ref_sources(nodes, by_name):
                 present.add(src)
                 extra.append(by_name[src])
     return extra + nodes
-
-
-def _job_task(task_device):
-    parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
-    return parts["job"], int(parts["task"])

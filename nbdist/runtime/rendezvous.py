@@ -11,8 +11,8 @@ import threading
 import time
 
 from nbdist import errors
+from nbdist.graph.device import task_prefix
 from nbdist.runtime import transport
-from nbdist.runtime.partition import task_prefix
 
 _STALE_S = 300.0
 

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 
+from nbdist.graph.device import Task
 from nbdist.runtime import wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.master import MasterService
@@ -110,7 +111,7 @@ class Server:
         self._config = config
         self._key = cluster_key if cluster_key is not None else wire.default_key()
         self.address = cluster.task_address(job_name, task_index)
-        self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.task_device = Task(job_name, task_index).device
         self.worker = WorkerService(self.task_device, self._address_of, self._key)
         self.master = MasterService(cluster, job_name, task_index, self.worker, self._key)
         self._loop = None
@@ -119,8 +120,7 @@ class Server:
             self.start()
 
     def _address_of(self, task_device):
-        parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
-        return self._cluster.task_address(parts["job"], int(parts["task"]))
+        return self._cluster.task_address(*Task.parse(task_device))
 
     @staticmethod
     def create_local_server(config=None, start=True):
