@@ -35,9 +35,9 @@ class _LocalBackend:
         self.resources = ResourceManager(LOCAL_DEVICE)
 
     def _sync_nodes(self):
-        ops = self._graph._ops
-        if len(self._nodes) < len(ops):
-            self._nodes.extend(node_def_of(op) for op in ops[len(self._nodes) :])
+        new = self._graph.operations_since(len(self._nodes))
+        if new:
+            self._nodes.extend(node_def_of(op) for op in new)
             self._plans.clear()
 
     def run_step(self, feeds, fetch_names, target_names, options, run_metadata):
