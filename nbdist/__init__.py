@@ -32,6 +32,7 @@ from nbdist.graph.graph import (
     Tensor,
     add_to_collection,
     colocate_with,
+    container,
     control_dependencies,
     device,
     get_collection,
@@ -45,11 +46,13 @@ from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
+from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
 from nbdist.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
@@ -66,6 +69,8 @@ _export_all(
     _random_ops,
     _control_flow_ops,
     _state_ops,
+    _init_ops,
+    _variable_scope,
     exclude=_NOT_AT_TF,
 )
 from nbdist import nn, train  # noqa: E402 - the namespaces use the names above

@@ -287,8 +287,10 @@ def test_global_step_increment_runs_after_the_updates():
     step = tf.train.get_or_create_global_step()
     train = tf.train.AdamOptimizer().minimize(loss, global_step=step)
     assert (train.name, train.type) == ("Adam", "AssignAdd")
-    (update,) = train.control_inputs
+    # After the updates, and after the read of the step that staleness is measured from.
+    update, step_read = train.control_inputs
     assert update.name == "Adam/update"
+    assert step_read.name == "Adam/step_at_start"
     assert {op.type for op in update.control_inputs} == {"ApplyAdam", "Assign"}
 
 

@@ -36,6 +36,8 @@ class GraphKeys:
     READY_OP = "ready_op"
     SAVERS = "savers"
     QUEUE_RUNNERS = "queue_runners"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     VARIABLES = GLOBAL_VARIABLES
 
 
@@ -250,6 +252,10 @@ class Graph:
         return self._state("control_stack", list)
 
     @property
+    def _attr_stack(self):
+        return self._state("attr_stack", list)
+
+    @property
     def _colocation_stack(self):
         return self._state("colocation_stack", list)
 
@@ -411,6 +417,31 @@ class Graph:
                 self._device_stack[:] = old_devices
             self._colocation_stack.pop()
 
+    @contextlib.contextmanager
+    def container(self, container_name):
+        """Stateful ops created inside (variables) live in resource container `container_name`,
+        which `tf.Session.reset(target, [container_name])` clears on every task."""
+        old = self._state("container", lambda: [""])
+        old.append(str(container_name or ""))
+        try:
+            yield container_name
+        finally:
+            old.pop()
+
+    def current_container(self):
+        """The resource container of the innermost `container` scope (``""``: the default)."""
+        return self._state("container", lambda: [""])[-1]
+
+    @contextlib.contextmanager
+    def attr_scope(self, attrs):
+        """Ops created inside get `attrs` (TF's ``_attr_scope``), e.g. ``{"_class": ["loc:@v"]}``
+        to colocate an op with one that does not exist yet (a variable's initializer)."""
+        self._attr_stack.append(dict(attrs))
+        try:
+            yield
+        finally:
+            self._attr_stack.pop()
+
     # -- control dependencies ----------------------------------------------------------------
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
@@ -465,6 +496,8 @@ class Graph:
             if not _VALID_OP_NAME.match(name):
                 raise ValueError(f"{name!r} is not a valid op name")
             attrs = dict(attrs or {})
+            for scoped in self._attr_stack:
+                attrs.update(scoped)
             deps = list(control_inputs)
             input_ops = {t.op for t in inputs}
             for level in self._control_stack:
@@ -589,6 +622,11 @@ def name_scope(name, default_name=None, values=None):
 
 def device(device_name_or_function):
     return get_default_graph().device(device_name_or_function)
+
+
+def container(container_name):
+    """`tf.container`: variables created inside go to resource container `container_name`."""
+    return get_default_graph().container(container_name)
 
 
 def control_dependencies(control_inputs):

@@ -141,15 +141,28 @@ class Variable:
         with graph.name_scope(name or "Variable") as scope:
             op_name = scope[:-1]
             if callable(initial_value):
-                initial_value = initial_value()
-            init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+                # As TF: the initializer's ops are colocated with the variable that is about to
+                # exist (so a device setter never sends them elsewhere) and named "Initializer".
+                with (
+                    graph.attr_scope({"_class": [f"loc:@{op_name}"]}),
+                    graph.name_scope("Initializer"),
+                    graph.device(None),
+                ):
+                    init = convert_to_tensor(initial_value(), dtype=dtype, name="initial_value")
+            else:
+                init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             shape = init.shape if validate_shape else TensorShape(None)
             if validate_shape and not shape.is_fully_defined():
                 raise ValueError(
                     f"initial value of variable {op_name!r} must have a fully defined shape, "
                     f"got {shape}; pass validate_shape=False to allow it"
                 )
-            attrs = {"dtype": init.dtype, "shape": shape, "container": "", "shared_name": ""}
+            attrs = {
+                "dtype": init.dtype,
+                "shape": shape,
+                "container": graph.current_container(),
+                "shared_name": "",
+            }
             op = graph.create_op("VariableV2", [], [(attrs["dtype"], shape)], name=scope, attrs=attrs)
             self._variable = op.outputs[0]
             with graph.colocate_with(op):

@@ -42,10 +42,12 @@ class StepContext:
 
 
 class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "frees")
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "frees", "index", "controls")
 
-    def __init__(self, node, kernel, inputs, out, n_out, is_recv):
+    def __init__(self, node, kernel, inputs, out, n_out, is_recv, index, controls):
         self.node = node
+        self.index = index  # position in the plan (marks it done)
+        self.controls = controls  # indices of the steps it must run after (control inputs)
         self.kernel = kernel
         self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a resource)
         self.out = out  # first output slot
@@ -95,6 +97,7 @@ class ExecutionPlan:
         n_slots = len(slot_of)
         self._refs = []  # (ResourceKind, creator NodeDef) per ref input
         self._steps = []
+        index_of = {}
         for node in order:
             d = registry.lookup(node.op, None)
             if d is None or d.kernel is None:
@@ -116,8 +119,11 @@ class ExecutionPlan:
             n_slots += n_out
             for i in range(n_out):
                 slot_of.setdefault(f"{node.name}:{i}", base + i)
-            step = _Step(node, d.kernel, tuple(inputs), base, n_out, node.op == "_Recv")
+            controls = tuple(index_of[c] for c in node.control_inputs if c in index_of)
+            is_recv = node.op == "_Recv"
+            step = _Step(node, d.kernel, tuple(inputs), base, n_out, is_recv, len(self._steps), controls)
             self._steps.append(step)
+            index_of[node.name] = step.index
         self._n_slots = n_slots
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
@@ -152,8 +158,9 @@ class ExecutionPlan:
             vals[slot] = value
         trace = ctx.trace
         deferred = None
+        done = [False] * len(self._steps)  # read only once a step was deferred (control edges)
         for step in self._steps:
-            if deferred is not None and self._blocked(step, vals):
+            if deferred is not None and self._blocked(step, vals, done):
                 deferred.append(step)
                 continue
             if step.is_recv and not ctx.rendezvous.ready(ctx, step.node):
@@ -161,29 +168,36 @@ class ExecutionPlan:
                 deferred.append(step)
                 continue
             self._execute(step, ctx, vals, trace)
+            done[step.index] = True
             if deferred is None:
                 # Drop intermediates after their last consumer, so a step's memory is its live
                 # set. Only before any deferral: then every consumer has run in static order.
                 for slot in step.frees:
                     vals[slot] = None
         while deferred:
-            deferred = self._run_deferred(deferred, ctx, vals, trace)
+            deferred = self._run_deferred(deferred, ctx, vals, trace, done)
         return [vals[s] for s in self._fetch_slots]
 
-    def _blocked(self, step, vals):
-        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs)
+    def _blocked(self, step, vals, done):
+        # Waiting for a data input, or for a control input (a `_Recv` of a control edge from
+        # another task, or anything deferred behind one) that has not run yet.
+        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs) or any(
+            not done[c] for c in step.controls
+        )
 
-    def _run_deferred(self, deferred, ctx, vals, trace):
+    def _run_deferred(self, deferred, ctx, vals, trace, done):
         """Runs what became ready; waits for one of the pending `_Recv`s when nothing is."""
         progressed, still = False, []
         for step in deferred:
-            if self._blocked(step, vals) or (step.is_recv and not ctx.rendezvous.ready(ctx, step.node)):
+            if self._blocked(step, vals, done) or (step.is_recv and not ctx.rendezvous.ready(ctx, step.node)):
                 still.append(step)
                 continue
             self._execute(step, ctx, vals, trace)
+            done[step.index] = True
             progressed = True
         if still and not progressed:
-            ctx.rendezvous.wait_any(ctx, [s.node for s in still if s.is_recv and not self._blocked(s, vals)])
+            waiting = [s.node for s in still if s.is_recv and not self._blocked(s, vals, done)]
+            ctx.rendezvous.wait_any(ctx, waiting)
         return still
 
     def _execute(self, step, ctx, vals, trace):

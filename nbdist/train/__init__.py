@@ -2,6 +2,7 @@
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.train.adam import AdamOptimizer
+from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.gradient_descent import GradientDescentOptimizer
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.optimizer import Optimizer
@@ -25,6 +26,7 @@ __all__ = [
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "replica_device_setter",
 ]
 
 

@@ -19,6 +19,7 @@ from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
 from nbdist.ops import array_ops, control_flow_ops, math_ops, state_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
+from nbdist.train import staleness
 
 _VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
 
@@ -217,8 +218,19 @@ class Optimizer(abc.ABC):
             if global_step is None:
                 apply_updates = self._finish(update_ops, scope)
             else:
-                with graph.control_dependencies([self._finish(update_ops, "update")]):
-                    apply_updates = state_ops.assign_add(global_step, 1, name=scope).op
+                # The increment's constant too lives with the global step (as TF): no tensor
+                # crosses from the worker to the ps for it on every step. The step is read
+                # before the increment so that its staleness can be fetched (train/staleness.py).
+                with graph.colocate_with(global_step):
+                    step_at_start = math_ops.identity(global_step, name="step_at_start")
+                with (
+                    graph.control_dependencies([self._finish(update_ops, "update"), step_at_start.op]),
+                    graph.colocate_with(global_step),
+                ):
+                    new_step = state_ops.assign_add(global_step, 1, name=scope)
+                apply_updates = new_step.op
+                with graph.name_scope(scope):
+                    staleness.record(apply_updates, new_step, step_at_start)
         train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
         if apply_updates not in train_ops:
             train_ops.append(apply_updates)

@@ -1,0 +1,728 @@
+"""`tf.variable_scope` and `tf.get_variable`: variables by name, shared or created once.
+
+A graph keeps one *variable store* (full name -> variable) and one *scope store* (the
+current `VariableScope` and how often each scope name was opened). `get_variable(name)`
+looks up ``scope/name``: with ``reuse=False`` it must not exist yet, with ``reuse=True`` it
+must, with ``tf.AUTO_REUSE`` either. Variable names depend only on the variable scope, not
+on name scopes (TF's rule), which is why re-entering a scope object shares its variables.
+
+With a ``partitioner`` the variable is created as shards ``name/part_0 ... part_k`` (one
+axis cut in near-equal slices) and returned as a `PartitionedVariable`; each shard is its
+own ``VariableV2`` op, so `replica_device_setter` spreads the shards over the ps tasks.
+"""
+
+import enum
+import math
+import traceback
+
+import numpy as np
+
+from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
+from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops import array_ops, init_ops
+from nbdist.ops.constant_op import convert_to_tensor, register_tensor_conversion_function
+from nbdist.ops.state_ops import Variable
+
+__all__ = [
+    "AUTO_REUSE",
+    "VariableScope",
+    "fixed_size_partitioner",
+    "get_local_variable",
+    "get_variable",
+    "get_variable_scope",
+    "min_max_variable_partitioner",
+    "variable_axis_size_partitioner",
+    "variable_scope",
+]
+
+
+class _ReuseMode(enum.Enum):
+    AUTO_REUSE = 1
+
+
+AUTO_REUSE = _ReuseMode.AUTO_REUSE
+_STORE_KEY = ("__variable_store",)
+_SCOPE_KEY = ("__varscope",)
+
+
+class _PartitionInfo:
+    """Where one shard sits in its full variable (handed to initializers)."""
+
+    def __init__(self, full_shape, var_offset):
+        self.full_shape = list(full_shape)
+        self.var_offset = list(var_offset)
+
+
+class _VariableStore:
+    def __init__(self):
+        self.vars = {}  # full name -> Variable
+        self.partitioned = {}  # full name -> PartitionedVariable
+        self.defined_at = {}  # full name -> the user's line that created it
+
+
+class _ScopeStore:
+    def __init__(self):
+        self.current = VariableScope(False)
+        self.counts = {}  # scope name -> times opened
+
+    def open(self, name):
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def close_subscopes(self, name):
+        for k in self.counts:
+            if not name or k.startswith(name + "/"):
+                self.counts[k] = 0
+
+
+def _singleton(graph, key, factory):
+    ref = graph.get_collection_ref(key)
+    if not ref:
+        ref.append(factory())
+    return ref[0]
+
+
+def _var_store(graph=None):
+    return _singleton(graph or get_default_graph(), _STORE_KEY, _VariableStore)
+
+
+def _scope_store(graph=None):
+    return _singleton(graph or get_default_graph(), _SCOPE_KEY, _ScopeStore)
+
+
+def _defined_at():
+    frames = [f for f in traceback.extract_stack()[:-4] if "/nbdist/" not in f.filename.replace("\\", "/")]
+    return "".join(traceback.format_list(frames[-3:])) if frames else "  (unknown)\n"
+
+
+class VariableScope:
+    """A scope's defaults for `get_variable`: reuse, initializer, partitioner, dtype, ...
+
+    Obtained from ``with tf.variable_scope(...) as scope`` or `tf.get_variable_scope()`;
+    passing it back to `tf.variable_scope` re-enters it (same variable names, same name
+    scope).
+    """
+
+    def __init__(
+        self,
+        reuse,
+        name="",
+        initializer=None,
+        regularizer=None,
+        caching_device=None,
+        partitioner=None,
+        custom_getter=None,
+        name_scope="",
+        dtype=_dtypes.float32,
+        use_resource=None,
+        constraint=None,
+    ):
+        self._reuse = reuse
+        self._name = name
+        self._initializer = initializer
+        self._regularizer = regularizer
+        self._caching_device = caching_device
+        self._partitioner = partitioner
+        self._custom_getter = custom_getter
+        self._name_scope = name_scope
+        self._dtype = dtype
+        self._use_resource = use_resource
+        self._constraint = constraint
+
+    name = property(lambda self: self._name)
+    original_name_scope = property(lambda self: self._name_scope)
+    reuse = property(lambda self: self._reuse)
+    initializer = property(lambda self: self._initializer)
+    regularizer = property(lambda self: self._regularizer)
+    caching_device = property(lambda self: self._caching_device)
+    partitioner = property(lambda self: self._partitioner)
+    custom_getter = property(lambda self: self._custom_getter)
+    dtype = property(lambda self: self._dtype)
+    use_resource = property(lambda self: self._use_resource)
+    constraint = property(lambda self: self._constraint)
+
+    def reuse_variables(self):
+        """From now on `get_variable` in this scope returns existing variables."""
+        self._reuse = True
+
+    def set_initializer(self, initializer):
+        self._initializer = initializer
+
+    def set_regularizer(self, regularizer):
+        self._regularizer = regularizer
+
+    def set_partitioner(self, partitioner):
+        self._partitioner = partitioner
+
+    def set_dtype(self, dtype):
+        self._dtype = dtype
+
+    def set_caching_device(self, caching_device):
+        self._caching_device = caching_device
+
+    def set_custom_getter(self, custom_getter):
+        self._custom_getter = custom_getter
+
+    def global_variables(self):
+        return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, self._scope_regex())
+
+    def trainable_variables(self):
+        return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, self._scope_regex())
+
+    def local_variables(self):
+        return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, self._scope_regex())
+
+    def _scope_regex(self):
+        return self._name + "/" if self._name else None
+
+    def get_variable(self, var_store, name, **kwargs):
+        """`get_variable` under this scope (the scope's defaults fill what is not given)."""
+        full_name = f"{self._name}/{name}" if self._name else name
+        for field in ("initializer", "regularizer", "partitioner", "caching_device", "constraint"):
+            if kwargs.get(field) is None:
+                kwargs[field] = getattr(self, field)
+        if kwargs.get("dtype") is None:
+            kwargs["dtype"] = self._dtype
+        reuse = self._reuse if kwargs.pop("reuse", None) is None else True
+        custom_getter = kwargs.pop("custom_getter", None)
+        if self._custom_getter is not None:
+            custom_getter = (
+                self._custom_getter
+                if custom_getter is None
+                else _compose_getters(custom_getter, self._custom_getter)
+            )
+        graph = get_default_graph()
+        with graph.name_scope(None):  # variable names follow the variable scope only (TF)
+            if custom_getter is not None:
+                return custom_getter(
+                    lambda name, *a, **kw: _true_getter(var_store, name, *a, **kw),
+                    full_name,
+                    reuse=reuse,
+                    **kwargs,
+                )
+            return _true_getter(var_store, full_name, reuse=reuse, **kwargs)
+
+    def __repr__(self):
+        return f"<VariableScope name={self._name!r} reuse={self._reuse}>"
+
+
+def _compose_getters(outer, inner):
+    def composed(getter, *args, **kwargs):
+        return outer(lambda *a, **kw: inner(getter, *a, **kw), *args, **kwargs)
+
+    return composed
+
+
+def get_variable_scope():
+    """The current `VariableScope` of the default graph."""
+    return _scope_store().current
+
+
+class variable_scope:  # noqa: N801 - TF's public name
+    """`tf.variable_scope`: a variable scope (and a name scope of the same name).
+
+    Args:
+        name_or_scope: a name (nested under the current variable scope) or a
+            `VariableScope` to re-enter.
+        default_name: used, made unique (``dense``, ``dense_1``...), when
+            `name_or_scope` is None.
+        values: tensors the ops inside use (picks their graph).
+        initializer, regularizer, partitioner, dtype, caching_device, custom_getter,
+            constraint: defaults for `get_variable` inside (inherited by sub-scopes).
+        reuse: ``True`` (share existing variables), ``tf.AUTO_REUSE`` (create or share),
+            or None/False (inherit the enclosing scope's: reuse cannot be turned off in a
+            sub-scope, as in TF 1.x).
+        auxiliary_name_scope: also open a name scope (default True).
+
+    Raises:
+        TypeError: if neither `name_or_scope` nor `default_name` is given.
+        ValueError: for ``reuse=True`` with only a `default_name`.
+    """
+
+    def __init__(
+        self,
+        name_or_scope,
+        default_name=None,
+        values=None,
+        initializer=None,
+        regularizer=None,
+        caching_device=None,
+        partitioner=None,
+        custom_getter=None,
+        reuse=None,
+        dtype=None,
+        use_resource=None,
+        constraint=None,
+        auxiliary_name_scope=True,
+    ):
+        if name_or_scope is None and default_name is None:
+            raise TypeError("If default_name is None then name_or_scope is required")
+        if not (name_or_scope is None or isinstance(name_or_scope, (str, VariableScope))):
+            raise TypeError(
+                f"VariableScope: name_or_scope must be a string or VariableScope, got {name_or_scope!r}"
+            )
+        if name_or_scope is None and reuse is True:
+            raise ValueError("reuse=True cannot be used without a name_or_scope")
+        self._name_or_scope = name_or_scope
+        self._default_name = default_name
+        self._values = values
+        self._overrides = {
+            "initializer": initializer,
+            "regularizer": regularizer,
+            "caching_device": caching_device,
+            "partitioner": partitioner,
+            "custom_getter": custom_getter,
+            "dtype": dtype,
+            "use_resource": use_resource,
+            "constraint": constraint,
+        }
+        self._reuse = None if reuse is False else reuse
+        self._auxiliary_name_scope = auxiliary_name_scope
+        self._graph = None
+        self._name_scope_cm = None
+        self._old = None
+
+    def __enter__(self):
+        graph = get_default_graph()
+        for v in self._values or ():
+            if isinstance(v, Tensor):
+                graph = v.graph
+                break
+        self._graph_cm = graph.as_default()
+        self._graph_cm.__enter__()
+        self._graph = graph
+        store = _scope_store(graph)
+        old = self._old = store.current
+        nos = self._name_or_scope
+        if isinstance(nos, VariableScope):
+            new_name = nos.name
+            name_scope = nos.original_name_scope
+            base = nos
+            reuse = nos.reuse if not self._reuse else self._reuse
+        else:
+            if nos is None:
+                nos = _unique_scope_name(store, old, self._default_name)
+            new_name = f"{old.name}/{nos}" if old.name else nos
+            name_scope = nos
+            base = old
+            reuse = self._reuse or old.reuse
+            store.close_subscopes(new_name)
+        if self._auxiliary_name_scope:
+            self._name_scope_cm = graph.name_scope(name_scope)
+            opened = self._name_scope_cm.__enter__()
+        else:
+            opened = graph.get_name_scope() + "/" if graph.get_name_scope() else ""
+        fields = {f: getattr(base, f) for f in self._overrides}
+        fields.update({k: v for k, v in self._overrides.items() if v is not None})
+        scope = VariableScope(reuse, name=new_name, name_scope=opened, **fields)
+        store.open(new_name)
+        store.current = scope
+        return scope
+
+    def __exit__(self, *exc):
+        _scope_store(self._graph).current = self._old
+        if self._name_scope_cm is not None:
+            self._name_scope_cm.__exit__(*exc)
+        self._graph_cm.__exit__(*exc)
+        return False
+
+
+def _unique_scope_name(store, current, prefix):
+    name = f"{current.name}/{prefix}" if current.name else prefix
+    if store.counts.get(name, 0) == 0:
+        return prefix
+    idx = 1
+    while store.counts.get(f"{name}_{idx}", 0) > 0:
+        idx += 1
+    return f"{prefix}_{idx}"
+
+
+def get_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    regularizer=None,
+    trainable=None,
+    collections=None,
+    caching_device=None,
+    partitioner=None,
+    validate_shape=True,
+    use_resource=None,
+    custom_getter=None,
+    constraint=None,
+    synchronization=None,
+    aggregation=None,
+):
+    """`tf.get_variable`: the variable ``<scope>/name``, created or shared per the scope's reuse.
+
+    Args:
+        name: the name under the current variable scope.
+        shape: the full shape (may be omitted when `initializer` is a tensor or array).
+        dtype: default the scope's (float32).
+        initializer: an initializer (``tf.zeros_initializer()``), a callable
+            ``(shape, dtype, partition_info) -> Tensor``, or a tensor/array value. Default:
+            the scope's, else Glorot uniform for floats and zeros for integers and bools.
+        regularizer: ``variable -> Tensor``; its result joins ``REGULARIZATION_LOSSES``.
+        trainable: join ``TRAINABLE_VARIABLES`` (default True).
+        collections: default ``[GLOBAL_VARIABLES]``.
+        partitioner: ``(shape=, dtype=) -> list of partitions per axis``; the result is a
+            `PartitionedVariable` of shards ``name/part_i``.
+
+    Raises:
+        ValueError: when ``reuse`` is off and the variable exists (naming where it was
+            defined), when ``reuse=True`` and it does not exist, or when the shape or
+            dtype differs from the existing variable's.
+    """
+    return get_variable_scope().get_variable(
+        _var_store(),
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        caching_device=caching_device,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        custom_getter=custom_getter,
+        constraint=constraint,
+    )
+
+
+def get_local_variable(name, shape=None, dtype=None, initializer=None, collections=None, **kwargs):
+    """`tf.get_local_variable`: a non-trainable variable in ``LOCAL_VARIABLES``."""
+    collections = [*(collections or []), GraphKeys.LOCAL_VARIABLES]
+    return get_variable(name, shape, dtype, initializer, trainable=False, collections=collections, **kwargs)
+
+
+def _true_getter(
+    var_store,
+    name,
+    shape=None,
+    dtype=_dtypes.float32,
+    initializer=None,
+    regularizer=None,
+    reuse=None,
+    trainable=None,
+    collections=None,
+    caching_device=None,
+    partitioner=None,
+    validate_shape=True,
+    constraint=None,
+    **unused,
+):
+    dtype = _dtypes.as_dtype(dtype)
+    shape = None if shape is None else TensorShape(shape)
+    if partitioner is not None:
+        return _get_partitioned(
+            var_store,
+            name,
+            shape,
+            dtype,
+            initializer,
+            regularizer,
+            reuse,
+            trainable,
+            collections,
+            partitioner,
+            validate_shape,
+        )
+    if name in var_store.partitioned:
+        raise ValueError(
+            f"Trying to get variable {name!r} without a partitioner, but a partitioned variable of that "
+            "name exists: pass the same partitioner (or a scope with it) to get_variable"
+        )
+    return _get_single(
+        var_store, name, shape, dtype, initializer, regularizer, reuse, trainable, collections, validate_shape
+    )
+
+
+def _check_reuse(var_store, name, reuse, existing):
+    if existing is not None and not reuse:
+        raise ValueError(
+            f"Variable {name} already exists, disallowed. Did you mean to set reuse=True or "
+            f"reuse=tf.AUTO_REUSE in VarScope? Originally defined at:\n{var_store.defined_at.get(name, '')}"
+            "(In a notebook, re-running a model cell adds to the same graph: call "
+            "tf.reset_default_graph() at the top of the cell, or build the model inside "
+            "tf.variable_scope(..., reuse=tf.AUTO_REUSE).)"
+        )
+    if existing is None and reuse is True:
+        raise ValueError(
+            f"Variable {name} does not exist, or was not created with tf.get_variable(). "
+            "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?"
+        )
+
+
+def _get_single(
+    var_store,
+    name,
+    shape,
+    dtype,
+    initializer,
+    regularizer,
+    reuse,
+    trainable,
+    collections,
+    validate_shape,
+    partition_info=None,
+):
+    existing = var_store.vars.get(name)
+    _check_reuse(var_store, name, reuse, existing)
+    if existing is not None:
+        if shape is not None and not shape.is_compatible_with(existing.shape):
+            raise ValueError(
+                f"Trying to share variable {name}, but specified shape {shape} "
+                f"and found shape {existing.shape}."
+            )
+        if dtype != existing.dtype:
+            raise ValueError(
+                f"Trying to share variable {name}, but specified dtype {dtype.name} and found dtype "
+                f"{existing.dtype.name}."
+            )
+        return existing
+    initial_value, variable_dtype = _initial_value(name, shape, dtype, initializer, partition_info)
+    v = Variable(
+        initial_value=initial_value,
+        name=name,
+        trainable=True if trainable is None else trainable,
+        collections=collections,
+        dtype=variable_dtype,
+        validate_shape=validate_shape,
+    )
+    var_store.vars[name] = v
+    var_store.defined_at[name] = _defined_at()
+    if regularizer is not None:
+        with get_default_graph().name_scope(f"{name}/Regularizer/"):
+            loss = regularizer(v)
+        if loss is not None:
+            get_default_graph().add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return v
+
+
+def _initial_value(name, shape, dtype, initializer, partition_info):
+    if initializer is None:
+        if dtype.is_floating:
+            initializer = init_ops.glorot_uniform_initializer()
+        elif dtype.is_integer or dtype == _dtypes.bool:
+            initializer = init_ops.zeros_initializer()
+        else:
+            raise ValueError(f"An initializer for variable {name} of type {dtype.name} is required")
+    if isinstance(initializer, type):
+        initializer = initializer()
+    if callable(initializer):
+        if shape is None or not shape.is_fully_defined():
+            raise ValueError(
+                f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}."
+            )
+        dims = shape.as_list()
+        return (lambda: initializer(dims, dtype=dtype, partition_info=partition_info)), dtype
+    # A value: its shape is the variable's (TF: do not pass a different shape with it).
+    value = convert_to_tensor(initializer, dtype=dtype)
+    if shape is not None and not shape.is_compatible_with(value.shape):
+        raise ValueError(
+            f"initializer of variable {name} has shape {value.shape}, but shape {shape} was given; "
+            "if initializer is a constant, do not specify shape"
+        )
+    return value, None
+
+
+# -- partitioned variables ----------------------------------------------------------------------
+class PartitionedVariable:
+    """A variable stored as shards (one `Variable` per slice of one axis).
+
+    Iterating gives the shards; used as a tensor it is their concatenation. Optimizers and
+    savers work on the shards, which are ordinary variables in ``GLOBAL_VARIABLES``.
+    """
+
+    def __init__(self, name, shape, dtype, variable_list, partitions):
+        self._name = name
+        self._shape = TensorShape(shape)
+        self._dtype = dtype
+        self._variable_list = list(variable_list)
+        self._partitions = list(partitions)
+
+    name = property(lambda self: self._name)
+    dtype = property(lambda self: self._dtype)
+    shape = property(lambda self: self._shape)
+
+    def get_shape(self):
+        return self._shape
+
+    def __iter__(self):
+        return iter(self._variable_list)
+
+    def __len__(self):
+        return len(self._variable_list)
+
+    def _get_variable_list(self):
+        return list(self._variable_list)
+
+    def _get_partitions(self):
+        return list(self._partitions)
+
+    def _slice_axis(self):
+        return next((i for i, p in enumerate(self._partitions) if p > 1), 0)
+
+    def as_tensor(self):
+        """The whole variable: its shards concatenated, an op named like the variable (as TF)."""
+        graph = get_default_graph()
+        values = [v.value() for v in self._variable_list]
+        with graph.name_scope(None):
+            if len(values) == 1:
+                from nbdist.ops import math_ops  # noqa: PLC0415 - math_ops imports this module's peers
+
+                return math_ops.identity(values[0], name=self._name)
+            return array_ops.concat(values, self._slice_axis(), name=self._name)
+
+    def __repr__(self):
+        return f"<tf.PartitionedVariable '{self._name}' shape={self._shape} shards={len(self)}>"
+
+
+register_tensor_conversion_function(PartitionedVariable, lambda v, dtype, name: v.as_tensor())
+
+
+def _get_partitioned(
+    var_store,
+    name,
+    shape,
+    dtype,
+    initializer,
+    regularizer,
+    reuse,
+    trainable,
+    collections,
+    partitioner,
+    validate_shape,
+):
+    if name in var_store.vars:
+        raise ValueError(
+            f"A partitioner was provided, but an unpartitioned version of the variable was found: {name}. "
+            "Perhaps a variable of the same name was already created without partitioning?"
+        )
+    if shape is None or not shape.is_fully_defined():
+        if initializer is not None and not callable(initializer):
+            shape = TensorShape(np.shape(initializer))
+        else:
+            raise ValueError(
+                f"Shape of a new partitioned variable ({name}) must be fully defined, but was {shape}."
+            )
+    dims = shape.as_list()
+    partitions = list(partitioner(shape=shape, dtype=dtype))
+    if len(partitions) != len(dims) or any(not isinstance(p, (int, np.integer)) or p < 1 for p in partitions):
+        raise ValueError(
+            f"Partitioner for {name} returned {partitions!r}: expected one positive int per axis of {dims}"
+        )
+    if sum(p > 1 for p in partitions) > 1:
+        raise ValueError(f"Can only slice a variable along one dimension: {name} partitions {partitions}")
+    existing = var_store.partitioned.get(name)
+    _check_reuse(var_store, name, reuse, existing)
+    if existing is not None:
+        if existing.get_shape() != shape:
+            raise ValueError(
+                f"Trying to reuse partitioned variable {name}, but specified shape {shape} and found shape "
+                f"{existing.get_shape()}."
+            )
+        if existing._get_partitions() != partitions:
+            raise ValueError(
+                f"Trying to reuse partitioned variable {name}, but specified partitions {partitions} and "
+                f"found partitions {existing._get_partitions()}."
+            )
+        return existing
+    axis = next((i for i, p in enumerate(partitions) if p > 1), 0)
+    n = partitions[axis]
+    base, extra = divmod(dims[axis], n)
+    shards = []
+    for i in range(n):
+        offset = [0] * len(dims)
+        offset[axis] = i * base + min(i, extra)
+        part_dims = list(dims)
+        part_dims[axis] = base + (1 if i < extra else 0)
+        part_init = initializer
+        if initializer is not None and not callable(initializer):
+            index = tuple(slice(o, o + s) for o, s in zip(offset, part_dims))
+            part_init = np.asarray(initializer)[index]
+        shards.append(
+            _get_single(
+                var_store,
+                f"{name}/part_{i}",
+                TensorShape(part_dims),
+                dtype,
+                part_init,
+                regularizer,
+                reuse,
+                trainable,
+                collections,
+                validate_shape,
+                _PartitionInfo(dims, offset),
+            )
+        )
+    pv = PartitionedVariable(name, dims, dtype, shards, partitions)
+    var_store.partitioned[name] = pv
+    return pv
+
+
+def fixed_size_partitioner(num_shards, axis=0):
+    """A partitioner that cuts `axis` into `num_shards` (at most the axis' size)."""
+
+    def _partitioner(shape, dtype):
+        partitions = [1] * shape.ndims
+        partitions[axis] = min(num_shards, shape.as_list()[axis])
+        return partitions
+
+    return _partitioner
+
+
+def _element_size(dtype, bytes_per_string_element):
+    dtype = _dtypes.as_dtype(dtype)
+    return bytes_per_string_element if dtype == _dtypes.string else dtype.size
+
+
+def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_element=16, max_shards=None):
+    """A partitioner that keeps every shard under `max_shard_bytes` (cutting `axis`).
+
+    Raises:
+        ValueError: for non-positive sizes.
+    """
+    if max_shard_bytes < 1 or bytes_per_string_element < 1:
+        raise ValueError("Both max_shard_bytes and bytes_per_string_element must be positive.")
+    if max_shards and max_shards < 1:
+        raise ValueError("max_shards must be positive.")
+
+    def _partitioner(shape, dtype):
+        if not isinstance(shape, TensorShape):
+            raise ValueError(f"shape is not a TensorShape: {shape!r}")
+        if not shape.is_fully_defined():
+            raise ValueError(f"shape is not fully defined: {shape}")
+        dims = shape.as_list()
+        element_size = _element_size(dtype, bytes_per_string_element)
+        partitions = [1] * len(dims)
+        bytes_per_slice = 1.0 * (shape.num_elements() / dims[axis]) * element_size
+        slices_per_shard = max(1, math.floor(max_shard_bytes / bytes_per_slice))
+        axis_shards = math.ceil(1.0 * dims[axis] / slices_per_shard)
+        if max_shards:
+            axis_shards = min(max_shards, axis_shards)
+        partitions[axis] = axis_shards
+        return partitions
+
+    return _partitioner
+
+
+def min_max_variable_partitioner(
+    max_partitions=1, axis=0, min_slice_size=256 << 10, bytes_per_string_element=16
+):
+    """A partitioner: each shard at least `min_slice_size` bytes, at most `max_partitions` shards."""
+
+    def _partitioner(shape, dtype):
+        dims = shape.as_list()
+        if axis >= len(dims):
+            raise ValueError(
+                f"Can not partition variable along axis {axis} when shape is only {len(dims)}-D."
+            )
+        total = shape.num_elements() * _element_size(dtype, bytes_per_string_element)
+        partitions = [1] * len(dims)
+        partitions[axis] = max(1, min(dims[axis], max_partitions, math.ceil(total / min_slice_size)))
+        return partitions
+
+    return _partitioner
