@@ -53,6 +53,7 @@ class OpDef:
         "no_gradient",
         "blocking",
         "creates",
+        "ready",
     )
 
     def __init__(self, op_type):
@@ -65,6 +66,7 @@ class OpDef:
         self.stateful = False
         self.no_gradient = False
         self.blocking = False
+        self.ready = None  # ready(ctx, node, *args) -> None when the kernel can run, else what it awaits
 
 
 _REGISTRY = {}
@@ -175,6 +177,26 @@ def kernel(op_type):
 def gradient(op_type):
     def register(fn):
         op_def(op_type).grad_fn = fn
+        return fn
+
+    return register
+
+
+def ready(op_type):
+    """Registers when a blocking op can run: ``fn(ctx, node, *args) -> None | str``.
+
+    `args` are the kernel's arguments (resources for ref inputs). ``None`` means the
+    kernel can run now without waiting; a string says what it waits for (``"queue q:
+    0 of 1 elements"``), shown when the step times out or hangs. The executor defers the
+    op (and what depends on it) until it is ready, so a waiting op never holds a thread
+    per op. Only ops declared ``blocking=True`` should register one.
+    """
+
+    def register(fn):
+        d = op_def(op_type)
+        if not d.blocking:
+            raise ValueError(f"op type {op_type!r} has a ready function but is not declared blocking=True")
+        d.ready = fn
         return fn
 
     return register

@@ -107,6 +107,14 @@ class ResourceManager:
         self.device = device
         self._lock = threading.Lock()
         self._resources = {}
+        # Notified whenever something a waiting step may wait for changed: a tensor arrived
+        # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
+        self.changed = threading.Condition()
+
+    def notify(self):
+        """Wakes every step waiting on a resource of this manager (see the executor's wait)."""
+        with self.changed:
+            self.changed.notify_all()
 
     def resource(self, kind, node, container=""):
         """The resource of `kind` that creator node `node` names, made on first use.

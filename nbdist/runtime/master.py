@@ -43,6 +43,7 @@ class _MasterSession:
         self.nodes = []
         self.by_name = {}
         self.steps = {}  # signature -> _StepPlan
+        self.running = set()  # _Steps in flight (I/O thread only); closing cancels them
         self.lock = threading.Lock()
 
     def extend(self, graph_def, expected_version):
@@ -165,6 +166,9 @@ class MasterService:
         session = self._sessions.pop(handle, None)
         if session is None:
             return
+        # A step still in flight (a dequeue that nobody feeds, run by another thread of the
+        # client) ends with CancelledError on every task, as closing a TF session does.
+        self.loop.post(lambda: _cancel_running(session))
         with session.lock:
             plans = list(session.steps.values())
             session.steps.clear()
@@ -196,7 +200,7 @@ class MasterService:
             self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
         else:
             calls = [_event("master", "PartitionCache", self.task_device, hit=True)]
-            _Step(self, plan, msg, responder, calls, False, arrived_s).start()
+            _Step(self, plan, msg, responder, calls, False, arrived_s, session).start()
         return DEFERRED
 
     def _plan_then_start(self, session, msg, responder, arrived_s):
@@ -206,7 +210,7 @@ class MasterService:
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
-        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s).start())
+        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s, session).start())
 
     # -- planning (pool) --------------------------------------------------------------------------------
     def _plan(self, session, msg, calls):
@@ -248,8 +252,9 @@ class MasterService:
 class _Step:
     """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, master, plan, msg, responder, calls, new, start_s):
+    def __init__(self, master, plan, msg, responder, calls, new, start_s, session):
         self.master = master
+        self.session = session
         self.plan = plan
         self.feeds = msg.get("feeds", {})
         self.fetches = msg["fetches"]
@@ -271,6 +276,7 @@ class _Step:
 
     def start(self):
         m, plan = self.master, self.plan
+        self.session.running.add(self)
         # Other tasks first, so they work while this process runs its own partition.
         for task in sorted(plan.parts, key=lambda t: t == m.task_device):
             if self.done:
@@ -311,6 +317,7 @@ class _Step:
 
     def _finish(self):
         self.done = True
+        self.session.running.discard(self)
         self.master.loop.cancel(self.timer)
         m, plan = self.master, self.plan
         values, direct = {}, {}
@@ -339,6 +346,7 @@ class _Step:
         if self.done:
             return
         self.done = True
+        self.session.running.discard(self)
         m = self.master
         if self.timer is not None:
             m.loop.cancel(self.timer)
@@ -356,6 +364,13 @@ class _Step:
                 f"step {self.step_id} timed out after {self.timeout_s:.1f} s waiting for RunGraph "
                 f"of {waiting}",
             )
+        )
+
+
+def _cancel_running(session):
+    for step in list(session.running):
+        step.fail(
+            errors.CancelledError(None, None, f"step {step.step_id}: the session was closed while it ran")
         )
 
 

@@ -24,6 +24,7 @@ registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node,
 registry.declare("_Recv", stateful=True, blocking=True)
 registry.shape("_Recv")(lambda inputs, attrs: [(attrs["tensor_type"], attrs["tensor_shape"])])
 registry.kernel("_Recv")(lambda ctx, node: ctx.rendezvous.take(ctx, node))
+registry.ready("_Recv")(lambda ctx, node: ctx.rendezvous.ready(ctx, node))
 registry.shape("_ControlTrigger")(lambda inputs, attrs: [(_dtypes.float32, TensorShape([0]))])
 registry.kernel("_ControlTrigger")(lambda ctx, node: np.zeros(0, np.float32))
 

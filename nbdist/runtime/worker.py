@@ -53,7 +53,7 @@ class WorkerService:
     def __init__(self, task_device, address_of, key=None):
         self.task_device = task_device
         self.resources = ResourceManager(task_device + "/device:CPU:0")
-        self.rendezvous = Rendezvous(task_device, address_of, key)
+        self.rendezvous = Rendezvous(task_device, address_of, key, cond=self.resources.changed)
         self._plans = {}  # handle -> (ExecutionPlan, partition GraphDef)
         self._handles = itertools.count(1)
         self._lock = threading.Lock()

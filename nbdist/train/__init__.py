@@ -6,6 +6,7 @@ from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.gradient_descent import GradientDescentOptimizer
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.optimizer import Optimizer
+from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -20,13 +21,16 @@ __all__ = [
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "QueueRunner",
     "Server",
+    "add_queue_runner",
     "assert_global_step",
     "create_global_step",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
     "replica_device_setter",
+    "start_queue_runners",
 ]
 
 
