@@ -7,6 +7,7 @@ from nbdist.train.gradient_descent import GradientDescentOptimizer
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbdist.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -23,6 +24,7 @@ __all__ = [
     "Optimizer",
     "QueueRunner",
     "Server",
+    "SyncReplicasOptimizer",
     "add_queue_runner",
     "assert_global_step",
     "create_global_step",
