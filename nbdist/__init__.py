@@ -44,10 +44,12 @@ from nbdist.graph.graph import (
 )
 from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import math_ops as _math_ops
+from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import state_ops as _state_ops
@@ -71,6 +73,8 @@ _export_all(
     _state_ops,
     _init_ops,
     _variable_scope,
+    _queue_ops,
+    _accumulator_ops,
     exclude=_NOT_AT_TF,
 )
 from nbdist import nn, train  # noqa: E402 - the namespaces use the names above

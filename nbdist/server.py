@@ -90,6 +90,8 @@ class _Shutdown(BaseException):
 
 def _serve(server, with_exec):
     """Serves until SIGTERM/SIGINT, then stops the server; returns the exit code (0)."""
+    from nbdist.graph.device import Task  # noqa: PLC0415 - fast --help
+
     shutdown = _Shutdown
     service = None
     if with_exec:
@@ -108,7 +110,7 @@ def _serve(server, with_exec):
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     try:
-        task = f"/job:{server.server_def['job_name']}/task:{server.server_def['task_index']}"
+        task = Task(server.server_def["job_name"], server.server_def["task_index"]).name
         os.environ["NBDIST_TASK"] = task
         if os.environ.get("NBDIST_EVENTS"):
             from nbdist.notebook import events  # noqa: PLC0415 - only tasks of a notebook's cluster

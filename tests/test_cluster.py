@@ -329,15 +329,6 @@ def test_iter_tasks_is_sorted_by_job_then_index():
     ]
 
 
-def test_device_for_gives_the_full_cpu_device():
-    assert ClusterSpec(DENSE).device_for("worker", 1) == "/job:worker/replica:0/task:1/device:CPU:0"
-
-
-def test_device_for_unknown_task_is_rejected():
-    with pytest.raises(ValueError, match=r"No task with index 5 in job 'worker'"):
-        ClusterSpec(DENSE).device_for("worker", 5)
-
-
 def test_find_task_returns_job_and_index():
     assert ClusterSpec(SPARSE).find_task("w3:2222") == ("worker", 3)
 
@@ -482,7 +473,7 @@ def test_tf_config_task_not_in_cluster_is_rejected():
 
 
 def test_tf_config_negative_index_is_rejected():
-    with pytest.raises(ValueError, match=r'"index" must be a non-negative integer, got -1'):
+    with pytest.raises(ValueError, match=r'task index -1 of TF_CONFIG "task" is negative'):
         cluster_from_tf_config(_env({"cluster": DENSE, "task": {"type": "worker", "index": -1}}))
 
 

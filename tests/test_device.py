@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.graph.device import DeviceSpec, canonical_device, canonicalize, merge_device, task_of
+from nbdist.graph.device import (
+    DeviceSpec,
+    Task,
+    canonical_device,
+    canonicalize,
+    merge_device,
+    task_of,
+    task_prefix,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -138,6 +146,30 @@ def test_canonical_device_is_fully_specified_string():
 def test_canonicalize_normalizes_without_completing():
     assert canonicalize("/task:0/JOB:ps/cpu:0") == "/job:ps/task:0/device:CPU:0"
     assert canonicalize(None) == ""
+
+
+def test_task_spells_one_task_every_way_and_parses_any_device_of_it():
+    t = Task.parse("/job:worker/replica:0/task:1/device:CPU:0")
+    assert t == ("worker", 1) and t == Task("worker", 1)
+    assert (t.device, t.name, t.label, t.slug) == (
+        "/job:worker/replica:0/task:1",
+        "/job:worker/task:1",
+        "worker:1",
+        "worker_1",
+    )
+    assert Task.parse(t.device) == Task.parse(t.name) == t
+    assert {("worker", 1): "x"}[t] == "x"  # keys dicts as the (job, index) tuple does
+
+
+@pytest.mark.parametrize("text", ["/job:ps", "/task:0", "", "/device:CPU:0"])
+def test_task_parse_needs_a_job_and_a_task(text):
+    with pytest.raises(ValueError, match="does not name a task"):
+        Task.parse(text)
+
+
+def test_task_prefix_drops_the_device_part():
+    assert task_prefix("/job:ps/replica:0/task:2/device:CPU:0") == "/job:ps/replica:0/task:2"
+    assert task_prefix("/job:ps/task:2") == "/job:ps/replica:0/task:2"
 
 
 def test_task_of_returns_job_and_task():

@@ -475,3 +475,25 @@ def test_constant_value_that_does_not_fit_shape_is_an_error():
 def test_truncating_float_to_int_constant_is_refused():
     with pytest.raises(TypeError, match="would truncate"):
         tf.constant(1.5, dtype=tf.int32)
+
+
+def test_operations_since_a_version_are_what_was_recorded_after_it(graph):
+    a = tf.constant(1.0, name="a")
+    version = graph.version
+    b = tf.constant(2.0, name="b")
+    c = tf.add(a, b, name="c")
+    assert graph.operations_since(version) == [b.op, c.op]
+    assert graph.operations_since(graph.version) == []
+
+
+def test_add_imported_op_keeps_name_and_device_and_ignores_scopes(graph):
+    a = tf.constant(1.0, name="a")
+    with tf.device("/job:ps/task:0"), tf.name_scope("outer"), tf.control_dependencies([a]):
+        op = graph.add_imported_op(
+            "Identity", "x", [a], [(tf.float32, a.shape)], {}, [], "/job:worker/task:1"
+        )
+    assert (op.name, op.device, op.control_inputs) == ("x", "/job:worker/task:1", [])
+    assert graph.get_operation_by_name("x") is op
+    assert tf.identity(a, name="x").op.name == "x_1"  # the imported name is taken
+    with pytest.raises(ValueError, match="already has an op named 'x'"):
+        graph.add_imported_op("Identity", "x", [a], [(tf.float32, a.shape)], {}, [], "")

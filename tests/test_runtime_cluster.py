@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from nbdist.runtime import transport, wire
 from nbdist.runtime.server import Server
 from procs import ServerProcs, cluster_dict
 
@@ -330,3 +331,24 @@ def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(two_t
         got = sess.run([far, near])
     np.testing.assert_array_equal(got[0], np.arange(16384.0) * 2.0)
     np.testing.assert_array_equal(got[1], np.full(3, 2.0))
+
+
+def _graphs_registered(procs, job, index):
+    channel = transport.channel_to(procs.address(job, index), f"/job:{job}/task:{index}", wire.default_key())
+    return channel.call("Status", {}, timeout_s=10.0)["graphs_registered"]
+
+
+def test_fifty_extensions_leave_a_bounded_number_of_partitions_on_the_workers(two_tasks):
+    with tf.device("/job:local/task:1"):
+        w = tf.Variable(1.0, name="w")
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(w.initializer)
+        for i in range(50):  # each new op is an ExtendSession and a new partitioning
+            with tf.device("/job:local/task:1"):
+                y = w + float(i)
+            assert sess.run(y) == 1.0 + i
+        counts = [_graphs_registered(two_tasks, "local", t) for t in (0, 1)]
+    # Only the latest step's partitions are left (one per task it touches), not one per extension.
+    assert counts[1] == 1 and counts[0] <= 1, counts
+    # Closing the session deregisters those too.
+    assert [_graphs_registered(two_tasks, "local", t) for t in (0, 1)] == [0, 0]

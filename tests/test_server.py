@@ -157,3 +157,24 @@ def test_a_target_nobody_serves_is_unavailable_within_the_connect_bound(monkeypa
     with tf.Session(f"zmq://{address}") as sess, pytest.raises(tf.errors.UnavailableError, match=address):
         sess.run(c)
     assert time.monotonic() - started < 2.0
+
+
+def test_the_server_only_composes_the_services_rpc_tables():
+    from nbdist.runtime.worker import LocalWorker, RemoteWorker
+
+    s = Server({"local": [f"localhost:{free_port()}"]}, start=False)
+    assert set(s.master.rpc_table()) == {"CreateSession", "ExtendSession", "RunStep", "CloseSession"}
+    assert set(s.worker.rpc_table()) == {
+        "RegisterGraph",
+        "DeregisterGraph",
+        "RunGraph",
+        "AbortStep",
+        "SendTensor",
+        "Reset",
+    }
+    assert s.request_types() == sorted([*s.master.rpc_table(), *s.worker.rpc_table(), "Ping", "Status"])
+    with pytest.raises(ValueError, match=r"\['Ping', 'Status'\] already handled"):
+        s.add_service(s)  # one service per request type
+    stub_api = {"register_graph", "deregister_graph", "run_graph", "abort_step"}
+    for stub in (LocalWorker, RemoteWorker):
+        assert stub_api <= {n for n in vars(stub) if not n.startswith("_")}

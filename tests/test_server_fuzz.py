@@ -13,15 +13,15 @@ import zmq
 
 import nbdist as tf
 from nbdist.runtime import transport, wire
-from nbdist.runtime.server import _DEFERRED_HANDLERS, _HANDLERS, Server
+from nbdist.runtime.server import Server
 from procs import free_port
 
 N_MESSAGES = 600
 ODD_VALUES = [None, -1, 2**64 - 1, "x", b"\xff", [], {}, [1, "a"], {"a": 1}, 1.5, True, "../../etc/passwd"]
 
 
-def _valid_messages(rng, key):
-    types = sorted([*_HANDLERS, *_DEFERRED_HANDLERS, "Nope"])
+def _valid_messages(rng, key, request_types):
+    types = sorted([*request_types, "Nope"])
     fields = [
         "handle",
         "graph_def",
@@ -70,7 +70,9 @@ def test_malformed_messages_never_kill_the_server(signed):
     sock.setsockopt(zmq.LINGER, 0)
     try:
         sock.connect(transport.zmq_endpoint(server.address))
-        for frames in _valid_messages(rng, key if rng.random() < 0.9 else wire.new_key()):
+        for frames in _valid_messages(
+            rng, key if rng.random() < 0.9 else wire.new_key(), server.request_types()
+        ):
             sock.send_multipart(frames)
         # Drain replies (bounded): every reply must itself be a well-formed, signed message.
         replies = 0

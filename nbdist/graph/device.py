@@ -9,7 +9,9 @@ completes it at placement time. Scopes nest field by field, as in TF::
             v = tf.Variable(0)          # v.device == "/job:ps/task:1"
 """
 
+import functools
 import re
+from typing import NamedTuple
 
 _FIELD_RE = re.compile(r"^(job|replica|task|device|cpu|gpu)(?::(.*))?$", re.IGNORECASE)
 
@@ -166,3 +168,54 @@ def task_of(device):
     """``(job, task)`` of a device string, e.g. ``("ps", 0)``; fields may be None."""
     spec = DeviceSpec.from_string(device or "")
     return spec.job, spec.task
+
+
+@functools.lru_cache(maxsize=4096)  # on the rendezvous' path: parse each device string once
+def task_prefix(device):
+    """``/job:J/replica:R/task:T`` of a full device: the task it names (a partition key)."""
+    spec = DeviceSpec.from_string(device)
+    return f"/job:{spec.job}/replica:{spec.replica or 0}/task:{spec.task}"
+
+
+class Task(NamedTuple):
+    """One task of a cluster: the only place a task's spellings are made and parsed.
+
+    A `Task` is a ``(job, index)`` tuple (equal to one, so it keys dicts as one does)::
+
+        t = Task.parse("/job:worker/replica:0/task:1/device:CPU:0")
+        t.device   # "/job:worker/replica:0/task:1"  what the runtime keys partitions by
+        t.name     # "/job:worker/task:1"            how events and status name a task
+        t.label    # "worker:1"                      the prefix of a task's output lines
+        t.slug     # "worker_1"                      safe inside node names
+    """
+
+    job: str
+    index: int
+
+    @classmethod
+    def parse(cls, device):
+        """The task of a device string (``/job:J[/replica:R]/task:T[/device:...]``).
+
+        Raises:
+            ValueError: the string names no job or no task.
+        """
+        spec = DeviceSpec.from_string(device)
+        if spec.job is None or spec.task is None:
+            raise ValueError(f"{device!r} does not name a task: expected /job:NAME/task:INDEX")
+        return cls(spec.job, spec.task)
+
+    @property
+    def device(self):
+        return f"/job:{self.job}/replica:0/task:{self.index}"
+
+    @property
+    def name(self):
+        return f"/job:{self.job}/task:{self.index}"
+
+    @property
+    def label(self):
+        return f"{self.job}:{self.index}"
+
+    @property
+    def slug(self):
+        return f"{self.job}_{self.index}"

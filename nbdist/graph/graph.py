@@ -186,12 +186,6 @@ class Operation:
         """Names of the ops this op must be placed with (``loc:@name``), itself by default."""
         return list(self._attrs.get("_class", [f"loc:@{self._name}"]))
 
-    @property
-    def node_def(self):
-        from nbdist.graph.graph_def import node_def_of  # noqa: PLC0415 - graph_def imports graph
-
-        return node_def_of(self)
-
     def run(self, feed_dict=None, session=None):
         """Runs this op in `session` (default: the default session)."""
         _run_with_session(session, self, feed_dict, "Operation.run()")
@@ -199,6 +193,13 @@ class Operation:
     def __repr__(self):
         dev = f" device={self._device}" if self._device else ""
         return f"<nbdist.Operation '{self._name}' type={self._type}{dev}>"
+
+
+def graph_element(obj):
+    """The Tensor or Operation behind a variable-like object (its ``_as_graph_element``);
+    anything else as it is. The one place that unwraps variables for graph APIs."""
+    unwrap = getattr(obj, "_as_graph_element", None)
+    return unwrap() if unwrap is not None and not isinstance(obj, (Tensor, Operation)) else obj
 
 
 def _user_frames(limit=4):
@@ -274,6 +275,31 @@ class Graph:
     def get_operations(self):
         return list(self._ops)
 
+    def operations_since(self, version):
+        """The ops recorded after `version` (``graph.version`` then), in creation order:
+        what a GraphDef extension or a session's node list adds."""
+        return self._ops[version:]
+
+    def add_imported_op(self, op_type, name, inputs, output_specs, attrs, control_inputs, device):
+        """Appends an op exactly as described (an imported node): no scopes, device
+        functions, colocation or shape function apply, and `name` is used as given.
+
+        Raises:
+            RuntimeError: if the graph is finalized.
+            ValueError: if the graph already has an op named `name`.
+        """
+        if self._finalized:
+            raise RuntimeError(f"graph is finalized and cannot be modified (importing {op_type} op {name!r})")
+        with self._lock:
+            if name in self._ops_by_name:
+                raise ValueError(f"graph already has an op named {name!r}")
+            op = Operation(self, op_type, name, inputs, output_specs, attrs, control_inputs)
+            op._device = device
+            self._ops.append(op)
+            self._ops_by_name[name] = op
+            self._names_in_use[name.lower()] = 1
+        return op
+
     def get_operation_by_name(self, name):
         try:
             return self._ops_by_name[name]
@@ -292,8 +318,7 @@ class Graph:
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
         """Resolves a Tensor, Operation, variable-like or name to this graph's element."""
-        if hasattr(obj, "_as_graph_element"):
-            obj = obj._as_graph_element()
+        obj = graph_element(obj)
         if isinstance(obj, str):
             obj = self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
         if (isinstance(obj, Tensor) and allow_tensor) or (isinstance(obj, Operation) and allow_operation):
@@ -377,8 +402,7 @@ class Graph:
         if op is None:
             self._colocation_stack.append(None)
         else:
-            if hasattr(op, "_as_graph_element"):
-                op = op._as_graph_element()
+            op = graph_element(op)
             if isinstance(op, Tensor):
                 op = op.op
             self._colocation_stack.append(op)
@@ -432,8 +456,7 @@ class Graph:
             return
         ops = []
         for c in control_inputs:
-            if hasattr(c, "_as_graph_element"):
-                c = c._as_graph_element()
+            c = graph_element(c)
             if isinstance(c, Tensor):
                 c = c.op
             if not isinstance(c, Operation):

@@ -115,9 +115,13 @@ def node_def_of(op):
     )
 
 
+# `op.node_def` (TF's name), installed here so that graph.py never imports this module.
+Operation.node_def = property(node_def_of, doc="The `NodeDef` of this op (plain data).")
+
+
 def graph_to_graph_def(graph, from_version=0):
     """The graph's ops ``[from_version:]`` as a GraphDef dict (an extension when > 0)."""
-    ops = graph._ops[from_version:]
+    ops = graph.operations_since(from_version)
     return {
         "versions": {"producer": GRAPH_DEF_VERSION},
         "node": [node_def_of(op).to_dict() for op in ops],
@@ -152,14 +156,7 @@ def import_graph_def(graph_def, graph=None):
                 f"node {node.name!r} of the GraphDef names an input that is not defined before it: "
                 f"{e.args[0]}"
             ) from None
-        with graph._lock:
-            if node.name in graph._ops_by_name:
-                raise ValueError(f"graph already has an op named {node.name!r}")
-            op = Operation(graph, node.op, node.name, inputs, node.output, node.attr, controls)
-            op._device = node.device
-            graph._ops.append(op)
-            graph._ops_by_name[node.name] = op
-            graph._names_in_use[node.name.lower()] = 1
+        graph.add_imported_op(node.op, node.name, inputs, node.output, node.attr, controls, node.device)
     return graph
 
 

@@ -24,7 +24,6 @@ import atexit
 import collections
 import contextlib
 import html
-import json
 import os
 import selectors
 import signal
@@ -38,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.notebook import events as events_lib
 from nbdist.runtime import transport, wire
 from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
@@ -72,7 +72,7 @@ class _TaskProcess:
 
     def __init__(self, cluster, job, index, address):
         self.job, self.index, self.address = job, index, address
-        self.name = f"/job:{job}/task:{index}"
+        self.name = Task(job, index).name
         self.wake = threading.Event()  # set by the ready line, or when the process closes its output
         self.is_ready = False
         self.stderr_tail = collections.deque(maxlen=STDERR_LINES)
@@ -87,7 +87,7 @@ class _TaskProcess:
         ).result()
         self.pid = self.proc.pid
         self._events = cluster.events
-        threading.Thread(target=self._read, daemon=True, name=f"nbdist-out-{job}:{index}").start()
+        threading.Thread(target=self._read, daemon=True, name=f"nbdist-out-{Task(job, index).label}").start()
 
     def _read(self):
         selector = selectors.DefaultSelector()
@@ -295,8 +295,10 @@ class LocalCluster:
 
     def _task(self, job, index):
         if (job, index) not in self._tasks:
-            known = ", ".join(f"{j}:{i}" for j, i in self._tasks) or "none (the cluster is stopped)"
-            raise ValueError(f"no running local task {job}:{index} in this cluster; its tasks: {known}")
+            known = ", ".join(Task(*t).label for t in self._tasks) or "none (the cluster is stopped)"
+            raise ValueError(
+                f"no running local task {Task(job, index).label} in this cluster; its tasks: {known}"
+            )
         return self._tasks[(job, index)]
 
     def kill(self, job, task_index):
@@ -349,7 +351,7 @@ class LocalCluster:
             tasks = dict(self._tasks)
         for job, index, address in self.cluster_spec.iter_tasks():
             task = tasks.get((job, index))
-            name = f"/job:{job}/task:{index}"
+            name = Task(job, index).name
             seen = self._heartbeats.get(name)
             row = {
                 "job": job,
@@ -369,8 +371,7 @@ class LocalCluster:
 
     def _ask_status(self, rows):
         channels = [
-            (r, transport.channel_to(r["address"], f"/job:{r['job']}/task:{r['index']}", self.key))
-            for r in rows
+            (r, transport.channel_to(r["address"], Task(r["job"], r["index"]).name, self.key)) for r in rows
         ]
         sent = [(r, ch, ch.send("Status", {})) for r, ch in channels]
         deadline = time.monotonic() + STATUS_TIMEOUT_S
@@ -557,14 +558,6 @@ def _make_key(key):
     if not isinstance(key, bytes) or not key:
         raise TypeError(f"key must be non-empty bytes or a hex string, got {key!r}")
     return key
-
-
-def spec_from_json_text(text, source="--spec"):
-    """A `ClusterSpec` from JSON text (the magic's ``--spec``/``--spec-file``), errors naming the source."""
-    try:
-        return ClusterSpec(json.loads(text))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{source} is not valid JSON ({e}): {text!r}") from None
 
 
 @atexit.register

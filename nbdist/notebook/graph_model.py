@@ -19,7 +19,7 @@ import difflib
 import re
 
 from nbdist.graph.device import DeviceSpec
-from nbdist.graph.graph import Operation, Tensor
+from nbdist.graph.graph import Operation, Tensor, graph_element
 from nbdist.graph.graph_def import node_def_of, nodes_from_graph_def
 
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
@@ -192,8 +192,7 @@ class GraphModel:
 
 def fetch_name(fetch):
     """The node name of a Tensor, Operation, variable or name (``"x:0"`` -> ``"x"``)."""
-    if hasattr(fetch, "_as_graph_element"):
-        fetch = fetch._as_graph_element()
+    fetch = graph_element(fetch)
     if hasattr(fetch, "op") and hasattr(fetch, "value_index"):  # a Tensor
         fetch = fetch.op
     name = getattr(fetch, "name", fetch)
@@ -205,15 +204,13 @@ def fetch_name(fetch):
 def split_fetch(obj, fetch):
     """``(graph source, fetch)``: drawing a Tensor, Operation or variable means its graph,
     only what it needs."""
-    if fetch is None and (isinstance(obj, (Tensor, Operation)) or hasattr(obj, "_as_graph_element")):
+    if fetch is None and isinstance(graph_element(obj), (Tensor, Operation)):
         return fetch_graph(obj), obj
     return obj, fetch
 
 
 def fetch_graph(fetch):
-    if hasattr(fetch, "_as_graph_element"):
-        fetch = fetch._as_graph_element()
-    return fetch.graph
+    return graph_element(fetch).graph
 
 
 def graph_model(obj):

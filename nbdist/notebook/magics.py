@@ -23,6 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from nbdist.notebook import cluster as cluster_lib
 from nbdist.notebook import task_exec
+from nbdist.runtime.cluster import ClusterSpec
 
 _ACTIONS = ("status", "stop", "restart")
 
@@ -200,10 +201,10 @@ def _read_spec(spec, spec_file):
         raise UsageError("%dtf_cluster takes --spec or --spec-file, not both")
     try:
         if spec is not None:
-            return cluster_lib.spec_from_json_text(spec, "--spec")
+            return ClusterSpec.from_json(spec, "--spec")
         if spec_file is not None:
             text = Path(spec_file).expanduser().read_text()
-            return cluster_lib.spec_from_json_text(text, f"--spec-file {spec_file}")
+            return ClusterSpec.from_json(text, f"--spec-file {spec_file}")
     except OSError as e:
         raise UsageError(f"%dtf_cluster --spec-file: cannot read {spec_file!r}: {e.strerror}") from None
     except (TypeError, ValueError) as e:

@@ -1,7 +1,7 @@
 """Per-task code execution: the service behind ``%%dtf_worker`` and its notebook-side client.
 
 The service runs inside a task's server process (``python -m nbdist.server --exec``).
-It adds three requests to the server (`nbdist.runtime.server.register_handler`):
+It adds three requests to the server (its `ExecService.rpc_table`, via `Server.add_service`):
 
 - ``Exec {exec_id, code}``: queue a cell; the process's main thread runs it in the task's
   persistent namespace (``server``, ``cluster``, ``job_name``, ``task_index``, ``tf``);
@@ -35,9 +35,9 @@ import traceback
 import numpy as np
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.notebook import events
-from nbdist.runtime import server as server_lib
-from nbdist.runtime import transport
+from nbdist.runtime import serving, transport
 
 POLL_WAIT_S = 0.2
 MAX_REPLY_CHARS = 1 << 20  # output per poll reply; the rest comes with the next poll
@@ -140,7 +140,8 @@ class ExecService:
         self.server = server
         spec = server.server_def
         self.job_name, self.task_index = spec["job_name"], spec["task_index"]
-        self.label = f"{self.job_name}:{self.task_index}"
+        self.task = Task(self.job_name, self.task_index)
+        self.label = self.task.label
         self._lock = threading.Lock()
         self._executions = collections.OrderedDict()
         self._queue = collections.deque()
@@ -151,6 +152,14 @@ class ExecService:
         self._namespace = None
 
     # -- requests (server pool threads) ----------------------------------------------------------
+    def rpc_table(self):
+        """The requests this service answers (on the server's pool: they may wait)."""
+        return {
+            "Exec": serving.Rpc(lambda msg, responder: self.handle_exec(self.server, msg)),
+            "ExecPoll": serving.Rpc(lambda msg, responder: self.handle_poll(self.server, msg)),
+            "ExecInterrupt": serving.Rpc(lambda msg, responder: self.handle_interrupt(self.server, msg)),
+        }
+
     def handle_exec(self, server, msg):
         if not server.signed:
             raise errors.PermissionDeniedError(
@@ -170,7 +179,7 @@ class ExecService:
                 raise errors.FailedPreconditionError(
                     None,
                     None,
-                    f"/job:{self.job_name}/task:{self.task_index} is still running cell "
+                    f"{self.task.name} is still running cell "
                     f"{busy.id}; wait for it to finish or interrupt it",
                 )
             execution = _Execution(exec_id, code)
@@ -349,9 +358,7 @@ def install(server):
     if _service is not None:
         raise RuntimeError(f"the exec service is already installed for {_service.label}")
     _service = ExecService(server)
-    server_lib.register_handler("Exec", _service.handle_exec)
-    server_lib.register_handler("ExecPoll", _service.handle_poll)
-    server_lib.register_handler("ExecInterrupt", _service.handle_interrupt)
+    server.add_service(_service)
     return _service
 
 
@@ -532,8 +539,8 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
     runs = []
     try:
         for job, index, address in tasks:
-            label = f"{job}:{index}"
-            run = _RemoteRun(label, f"/job:{job}/task:{index}", address, key, _Printer(label, streams))
+            task = Task(job, index)
+            run = _RemoteRun(task.label, task.name, address, key, _Printer(task.label, streams))
             run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
             runs.append(run)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s

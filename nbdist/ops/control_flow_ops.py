@@ -1,6 +1,6 @@
 """Control: `no_op`, `group`, `tuple` and `with_dependencies` (ordering without data)."""
 
-from nbdist.graph.graph import Operation, Tensor, get_default_graph
+from nbdist.graph.graph import Operation, Tensor, get_default_graph, graph_element
 from nbdist.ops import math_ops, registry
 
 registry.shape("NoOp")(lambda inputs, attrs: [])
@@ -13,8 +13,7 @@ def no_op(name=None):
 
 
 def _as_op(x):
-    if hasattr(x, "_as_graph_element"):
-        x = x._as_graph_element()
+    x = graph_element(x)
     if isinstance(x, Tensor):
         return x.op
     if isinstance(x, Operation):

@@ -10,7 +10,7 @@ they are placed, partitioned and drawn like the forward ops; with
 import collections
 import contextlib
 
-from nbdist.graph.graph import Tensor
+from nbdist.graph.graph import Tensor, graph_element
 from nbdist.ops import math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor
 
@@ -22,8 +22,9 @@ def _as_tensor_list(values, what):
         out = [values]
     result = []
     for v in out:
-        if hasattr(v, "_as_graph_element") and not isinstance(v, Tensor):
-            v = v.value() if hasattr(v, "value") and what == "ys" else v._as_graph_element()
+        if what == "ys" and hasattr(v, "_as_graph_element") and hasattr(v, "value"):
+            v = v.value()  # a variable as ys means its value
+        v = graph_element(v)
         if not isinstance(v, Tensor):
             raise TypeError(f"tf.gradients: {what} must be tensors or variables, got {v!r}")
         result.append(v)

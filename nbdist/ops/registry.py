@@ -22,9 +22,22 @@ Signatures:
 - gradient ``(op: Operation, *output_grads) -> list`` of one Tensor or None per input.
 
 A missing entry is a clear error naming the op type.
+
+Resources (state that outlives a step) are declared here too: `resource_kind` names a
+kind and how to make one; the creator op declares ``creates=KIND``; each ref input of a
+user op names the kind it takes (``ref_inputs=(0,)`` means a variable)::
+
+    registry.resource_kind("fifo_queue", lambda name, device, attrs: FIFOQueue(...),
+                           attrs=("capacity", "component_types"))
+    registry.declare("FIFOQueueV2", creates="fifo_queue", stateful=True)
+    registry.declare("QueueDequeueV2", ref_inputs={0: "fifo_queue"}, stateful=True, blocking=True)
+
+The executor then passes ``QueueDequeueV2``'s kernel the queue itself (made on first use
+by ``ctx.resources.resource(kind, creator_node)``); the placer puts it with its creator.
 """
 
 from nbdist.graph.graph import get_default_graph
+from nbdist.ops.resources import VARIABLE, ResourceKind
 
 
 class OpDef:
@@ -39,6 +52,8 @@ class OpDef:
         "stateful",
         "no_gradient",
         "blocking",
+        "creates",
+        "ready",
     )
 
     def __init__(self, op_type):
@@ -46,13 +61,16 @@ class OpDef:
         self.shape_fn = None
         self.kernel = None
         self.grad_fn = None
-        self.ref_inputs = ()
+        self.ref_inputs = {}  # input position -> ResourceKind
+        self.creates = None  # the ResourceKind this op creates, or None
         self.stateful = False
         self.no_gradient = False
         self.blocking = False
+        self.ready = None  # ready(ctx, node, *args) -> None when the kernel can run, else what it awaits
 
 
 _REGISTRY = {}
+_KINDS = {VARIABLE.name: VARIABLE}
 
 
 def op_def(op_type):
@@ -63,23 +81,81 @@ def op_def(op_type):
     return d
 
 
-def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False):
+def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=None):
     """Declares properties of an op type.
 
     Args:
-        ref_inputs: input positions that take the *variable itself* (a resource handle
-            from ``ctx.resources``) instead of its value, as TF's ref-typed inputs.
+        ref_inputs: input positions that take a *resource itself* instead of a value, as
+            TF's ref-typed inputs: a tuple of positions (each a variable), or a mapping
+            ``{position: kind name}`` for other kinds (``{0: "fifo_queue"}``). The input
+            must come from the resource's creator op; the op is placed with it.
         stateful: the op has side effects or randomness; it is never pruned as
             constant and never deduplicated.
         blocking: the kernel may wait for something outside the step (a queue, an
             accumulator, a tensor from another task); a server never runs such a
             partition on its I/O thread.
+        creates: the kind name of the resource this op creates (``"variable"`` for
+            ``VariableV2``); its kernel gets it with ``ctx.resources.resource(...)``.
+
+    Raises:
+        KeyError: a kind that is not declared (naming the declared ones).
     """
     d = op_def(op_type)
-    d.ref_inputs = tuple(ref_inputs)
+    if not isinstance(ref_inputs, dict):
+        ref_inputs = dict.fromkeys(ref_inputs, VARIABLE.name)
+    d.ref_inputs = {int(pos): resource_kind_of(k) for pos, k in ref_inputs.items()}
+    d.creates = None if creates is None else resource_kind_of(creates)
     d.stateful = stateful
     d.blocking = blocking
     return d
+
+
+def resource_kind(name, factory, attrs=()):
+    """Declares a kind of resource; returns its `ResourceKind`.
+
+    Args:
+        name: the kind's name (``"fifo_queue"``), used by `declare`'s ``creates`` and
+            ``ref_inputs``.
+        factory: ``factory(name, device, attrs) -> resource`` (see `ResourceKind`).
+        attrs: attr names every creator node of this kind must carry.
+
+    Raises:
+        ValueError: the name is declared already.
+    """
+    if name in _KINDS:
+        raise ValueError(f"resource kind {name!r} is already declared")
+    kind = _KINDS[name] = ResourceKind(name, factory, attrs)
+    return kind
+
+
+def resource_kind_of(name):
+    """The declared `ResourceKind` called `name` (a `ResourceKind` is returned as is).
+
+    Raises:
+        KeyError: naming the kind and listing the declared ones.
+    """
+    if isinstance(name, ResourceKind):
+        return name
+    kind = _KINDS.get(name)
+    if kind is None:
+        raise KeyError(
+            f"resource kind {name!r} is not declared; declared kinds: {sorted(_KINDS)} "
+            "(declare it with nbdist.ops.registry.resource_kind first)"
+        )
+    return kind
+
+
+def ref_inputs(node):
+    """``[(position, source op name, ResourceKind)]`` of a node's ref inputs.
+
+    The one place that finds where a ref input comes from: `node` is a `NodeDef` (or
+    anything with ``op`` and ``data_inputs``); an unregistered op type has none.
+    """
+    d = _REGISTRY.get(node.op)
+    if d is None or not d.ref_inputs:
+        return []
+    inputs = node.data_inputs
+    return [(pos, inputs[pos].rpartition(":")[0] or inputs[pos], kind) for pos, kind in d.ref_inputs.items()]
 
 
 def shape(op_type):
@@ -106,31 +182,49 @@ def gradient(op_type):
     return register
 
 
+def ready(op_type):
+    """Registers when a blocking op can run: ``fn(ctx, node, *args) -> None | str``.
+
+    `args` are the kernel's arguments (resources for ref inputs). ``None`` means the
+    kernel can run now without waiting; a string says what it waits for (``"queue q:
+    0 of 1 elements"``), shown when the step times out or hangs. The executor defers the
+    op (and what depends on it) until it is ready, so a waiting op never holds a thread
+    per op. Only ops declared ``blocking=True`` should register one.
+    """
+
+    def register(fn):
+        d = op_def(op_type)
+        if not d.blocking:
+            raise ValueError(f"op type {op_type!r} has a ready function but is not declared blocking=True")
+        d.ready = fn
+        return fn
+
+    return register
+
+
 def no_gradient(op_type):
     """Marks `op_type` as not differentiable: its inputs get no gradient (TF's NotDifferentiable)."""
     op_def(op_type).no_gradient = True
 
 
-def lookup(op_type):
-    """The `OpDef` of a registered op type.
+_RAISE = object()
+
+
+def lookup(op_type, default=_RAISE):
+    """The `OpDef` of a registered op type (`default` if given and it is not registered).
 
     Raises:
-        KeyError: naming the op type and listing what is registered.
+        KeyError: naming the op type, when it is not registered and no default is given.
     """
     d = _REGISTRY.get(op_type)
     if d is None:
+        if default is not _RAISE:
+            return default
         raise KeyError(
             f"op type {op_type!r} is not registered in nbdist; "
             f"{len(_REGISTRY)} op types are (see docs/api.md)"
         )
     return d
-
-
-def get_kernel(op_type):
-    d = lookup(op_type)
-    if d.kernel is None:
-        raise KeyError(f"op type {op_type!r} has no kernel registered")
-    return d.kernel
 
 
 def get_gradient(op_type):

@@ -1,9 +1,14 @@
-"""Resources that outlive a step: variables (and, later, queues and accumulators).
+"""Resources that outlive a step: variables, and any other declared `ResourceKind`.
 
 A `ResourceManager` belongs to a worker (or a local Session); kernels reach it as
-``ctx.resources`` and never import the runtime. Resources are keyed by container
+``ctx.resources`` and never import the runtime. Resources are keyed by container, kind
 and name, so a variable ``w1`` on a ps survives across steps, sessions and clients,
 and a checkpoint can reach every variable a task holds (`variables()`).
+
+A *kind* says how to make one resource from the node that creates it (its creator op,
+e.g. ``VariableV2``; next a FIFO queue or a conditional accumulator). Kinds are declared
+with `nbdist.ops.registry.resource_kind`; the executor hands a user op's ref input the
+resource of the kind that input names (`ResourceManager.resource`).
 """
 
 import threading
@@ -60,6 +65,36 @@ class VariableResource:
         return f"<VariableResource {self.name} {state}>"
 
 
+class ResourceKind:
+    """One kind of resource: its name, how to make one, and the creator attrs it reads.
+
+    Args:
+        name: the kind's name, part of every resource key (``"variable"``, ``"fifo_queue"``).
+        factory: ``factory(name, device, attrs) -> resource``: `name` is the resource's
+            name (the creator's ``shared_name`` or node name), `device` where it lives,
+            `attrs` the creator node's attrs (e.g. ``capacity``, ``component_types``).
+        attrs: attr names every creator node of this kind must carry; a creator without
+            one is an error naming the node and the missing attr.
+    """
+
+    __slots__ = ("name", "factory", "attrs")
+
+    def __init__(self, name, factory, attrs=()):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a resource kind needs a non-empty name, got {name!r}")
+        if not callable(factory):
+            raise TypeError(f"resource kind {name!r}: factory must be callable, got {factory!r}")
+        self.name = name
+        self.factory = factory
+        self.attrs = tuple(attrs)
+
+    def __repr__(self):
+        return f"<ResourceKind {self.name!r}>"
+
+
+VARIABLE = ResourceKind("variable", lambda name, device, attrs: VariableResource(name, device))
+
+
 class ResourceManager:
     """Thread-safe map ``(container, name) -> resource`` that outlives steps.
 
@@ -72,13 +107,40 @@ class ResourceManager:
         self.device = device
         self._lock = threading.Lock()
         self._resources = {}
+        # Notified whenever something a waiting step may wait for changed: a tensor arrived
+        # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
+        self.changed = threading.Condition()
 
-    def variable(self, node, container=""):
-        """The `VariableResource` of a variable node, created empty on first use."""
+    def notify(self):
+        """Wakes every step waiting on a resource of this manager (see the executor's wait)."""
+        with self.changed:
+            self.changed.notify_all()
+
+    def resource(self, kind, node, container=""):
+        """The resource of `kind` that creator node `node` names, made on first use.
+
+        The key is ``(container, kind.name, shared_name or node name)``: two creator nodes
+        with one ``shared_name`` share the resource, as in TF.
+
+        Raises:
+            InvalidArgumentError: the creator lacks an attr the kind needs (naming both).
+        """
         name = node.attr.get("shared_name") or node.name
         container = node.attr.get("container") or container
         device = self.device or node.device
-        return self.get_or_create((container, "variable", name), lambda: VariableResource(name, device))
+        missing = [a for a in kind.attrs if a not in node.attr]
+        if missing:
+            raise errors.InvalidArgumentError(
+                node.name,
+                None,
+                f"{node.op} node {node.name!r} creates a {kind.name} resource but has no attr "
+                f"{', '.join(map(repr, missing))}; the {kind.name} kind needs {list(kind.attrs)}",
+            )
+        return self.get_or_create((container, kind.name, name), lambda: kind.factory(name, device, node.attr))
+
+    def variable(self, node, container=""):
+        """The `VariableResource` of a variable node, created empty on first use."""
+        return self.resource(VARIABLE, node, container)
 
     def get_or_create(self, key, factory):
         with self._lock:

@@ -16,7 +16,7 @@ from nbdist.ops import math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor, register_tensor_conversion_function
 
 # -- VariableV2: reading ---------------------------------------------------------------------
-registry.declare("VariableV2", stateful=True)
+registry.declare("VariableV2", creates="variable", stateful=True)
 registry.shape("VariableV2")(lambda inputs, attrs: [(attrs["dtype"], attrs["shape"])])
 registry.no_gradient("VariableV2")  # gradients stop at variables; optimizers apply them
 

@@ -21,6 +21,8 @@ import operator
 import os
 import re
 
+from nbdist.graph.device import Task
+
 # TF's rule for job names (DeviceNameUtils: a letter, then letters, digits or '_').
 _JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _HOST_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -164,13 +166,16 @@ class ClusterSpec:
         self._check_unique_addresses()
 
     @classmethod
-    def from_json(cls, text):
+    def from_json(cls, text, source="cluster JSON"):
         """A `ClusterSpec` from JSON text, e.g. what `to_json` returned.
+
+        Args:
+            source: what to call the text in errors (``"--spec"``, a file name).
 
         Raises:
             ValueError: if `text` is not valid JSON or not a JSON object; see the constructor.
         """
-        return cls(_load_json(text))
+        return cls(_load_json(text, source))
 
     def _check_unique_addresses(self):
         seen = {}
@@ -179,8 +184,8 @@ class ClusterSpec:
             if key in seen:
                 other_job, other_index = seen[key]
                 raise ValueError(
-                    f"address {address!r} is used by both /job:{other_job}/task:{other_index} and "
-                    f"/job:{job}/task:{index}; each task needs its own host:port"
+                    f"address {address!r} is used by both {Task(other_job, other_index).name} and "
+                    f"{Task(job, index).name}; each task needs its own host:port"
                 )
             seen[key] = (job, index)
 
@@ -299,15 +304,6 @@ class ClusterSpec:
             for index in sorted(tasks):
                 yield job, index, tasks[index]
 
-    def device_for(self, job_name, task_index):
-        """The full device of a task's CPU, ``"/job:J/replica:0/task:I/device:CPU:0"``.
-
-        Raises:
-            ValueError: if there is no such job or task (see `task_address`).
-        """
-        self.task_address(job_name, task_index)
-        return f"/job:{job_name}/replica:0/task:{operator.index(task_index)}/device:CPU:0"
-
     def find_task(self, address):
         """The ``(job_name, task_index)`` at `address`, or None if no task has it.
 
@@ -328,17 +324,17 @@ class ClusterSpec:
         return json.dumps(self.as_dict(), sort_keys=True)
 
 
-def _load_json(text):
+def _load_json(text, source="cluster JSON"):
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     if not isinstance(text, str):
-        raise TypeError(f"cluster JSON must be a string, got {text!r}")
+        raise TypeError(f"{source} must be a string, got {text!r}")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"cluster JSON is not valid ({e}): {text!r}") from None
+        raise ValueError(f"{source} is not valid JSON ({e}): {text!r}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"cluster JSON must be an object mapping job names to address lists, got {text!r}")
+        raise ValueError(f"{source} must be an object mapping job names to address lists, got {text!r}")
     return value
 
 
@@ -407,15 +403,17 @@ def _check_index_type(value, what):
         raise TypeError(f"{what} must be an integer, got {value!r}") from None
 
 
-def _parse_index(job_name, raw_index):
+def _parse_index(job_name, raw_index, where=None):
+    """A task index from an int or a digit string; `where` names its source in errors."""
+    where = where or f"in job {job_name!r}"
     if isinstance(raw_index, str):
         text = raw_index.strip()
         if not (text.isascii() and text.isdigit()):
-            raise ValueError(f"task index {raw_index!r} in job {job_name!r} is not a non-negative integer")
+            raise ValueError(f"task index {raw_index!r} {where} is not a non-negative integer")
         return int(text)
-    index = _check_index_type(raw_index, f"task index in job {job_name!r}")
+    index = _check_index_type(raw_index, f"task index {where}")
     if index < 0:
-        raise ValueError(f"task index {index} in job {job_name!r} is negative; indices start at 0")
+        raise ValueError(f"task index {index} {where} is negative; indices start at 0")
     return index
 
 
@@ -473,15 +471,7 @@ def cluster_from_tf_config(env=None):
             f"process is: {text!r}"
         )
     job_name = task["type"]
-    index = _parse_tf_config_index(task.get("index", 0))
+    index = _parse_index(job_name, task.get("index", 0), 'of TF_CONFIG "task"')
     if job_name not in cluster.jobs or index not in cluster.task_indices(job_name):
         raise ValueError(f"TF_CONFIG task {job_name!r} index {index} is not in its cluster {cluster!r}")
     return cluster, job_name, index
-
-
-def _parse_tf_config_index(value):
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise ValueError(f'TF_CONFIG "task" "index" must be a non-negative integer, got {value!r}')

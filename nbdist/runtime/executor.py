@@ -4,11 +4,17 @@
 the fetches and targets need, orders the nodes topologically, resolves every kernel
 and numbers every tensor slot. `ExecutionPlan.run` then is a tight loop over that
 list. The same executor serves the local Session (the whole graph on one device)
-and each worker's partitions; `_Recv` nodes whose tensor has not arrived yet are
-deferred, with everything that depends on them, so one partition never blocks
-another (a dataflow order, as TF's executor, in a single thread per step).
+and each worker's partitions. An op that may have to wait — a `_Recv` whose tensor has
+not arrived, a dequeue from an empty queue, a `take_grad` short of gradients — declares a
+*ready* function (`registry.ready`); while it says "not yet", the op is deferred with
+everything that depends on it, so one partition never blocks another (a dataflow order,
+as TF's executor, in a single thread per step). When nothing else can run, the step waits
+on its resource manager's condition (notified by arriving tensors and by every queue or
+accumulator change), bounded by the step's deadline and ended at once when the step is
+aborted or its session closes; a timeout names everything still awaited.
 """
 
+import logging
 import time
 
 import numpy as np
@@ -17,6 +23,8 @@ from nbdist import errors
 from nbdist.ops import registry
 
 _MISSING = object()
+_log = logging.getLogger(__name__)
+HANG_REPORT_S = 10.0  # an unbounded wait logs what it waits for after this long (then every 30 s)
 
 
 class StepContext:
@@ -30,7 +38,7 @@ class StepContext:
         trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
     """
 
-    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device")
+    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device", "cancelled")
 
     def __init__(self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device=""):
         self.resources = resources
@@ -39,20 +47,32 @@ class StepContext:
         self.deadline = deadline
         self.trace = trace
         self.device = device
+        self.cancelled = None  # the error that ended this step from outside (session closed)
+
+    def cancel(self, error):
+        """Ends the step's waits with `error` (e.g. `CancelledError` when its session closes)."""
+        self.cancelled = error
+        self.resources.notify()
+
+    def abort_error(self):
+        """The error that ended this step from outside, or None while it may go on."""
+        if self.cancelled is not None:
+            return self.cancelled
+        return self.rendezvous.aborted(self.step_id) if self.rendezvous is not None else None
 
 
 class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "is_recv", "frees", "index", "controls")
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "ready", "frees", "index", "controls")
 
-    def __init__(self, node, kernel, inputs, out, n_out, is_recv, index, controls):
+    def __init__(self, node, kernel, inputs, out, n_out, ready, index, controls):
         self.node = node
         self.index = index  # position in the plan (marks it done)
         self.controls = controls  # indices of the steps it must run after (control inputs)
         self.kernel = kernel
-        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a variable node)
+        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a resource)
         self.out = out  # first output slot
         self.n_out = n_out
-        self.is_recv = is_recv
+        self.ready = ready  # None, or ready(ctx, node, *args) -> None (ready) | what it waits for
         self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
 
 
@@ -95,11 +115,11 @@ class ExecutionPlan:
         self.nodes = order
         slot_of = {name: i for i, name in enumerate(self.feeds)}
         n_slots = len(slot_of)
-        self._ref_nodes = []
+        self._refs = []  # (ResourceKind, creator NodeDef) per ref input
         self._steps = []
         index_of = {}
         for node in order:
-            d = registry._REGISTRY.get(node.op)
+            d = registry.lookup(node.op, None)
             if d is None or d.kernel is None:
                 raise errors.NotFoundError(
                     node.name,
@@ -107,11 +127,12 @@ class ExecutionPlan:
                     f"no kernel for op type {node.op!r} (node {node.name!r} on "
                     f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
                 )
+            refs = {pos: (src, kind) for pos, src, kind in registry.ref_inputs(node)}
             inputs = []
             for pos, inp in enumerate(node.data_inputs):
-                if pos in d.ref_inputs:
-                    self._ref_nodes.append(by_name[_split_input(inp)[0]])
-                    inputs.append(-len(self._ref_nodes))
+                if pos in refs:
+                    self._refs.append(_ref_resource(node, pos, *refs[pos], by_name))
+                    inputs.append(-len(self._refs))
                 else:
                     inputs.append(slot_of[_canon(inp)])
             base, n_out = n_slots, len(node.output)
@@ -119,8 +140,7 @@ class ExecutionPlan:
             for i in range(n_out):
                 slot_of.setdefault(f"{node.name}:{i}", base + i)
             controls = tuple(index_of[c] for c in node.control_inputs if c in index_of)
-            is_recv = node.op == "_Recv"
-            step = _Step(node, d.kernel, tuple(inputs), base, n_out, is_recv, len(self._steps), controls)
+            step = _Step(node, d.kernel, tuple(inputs), base, n_out, d.ready, len(self._steps), controls)
             self._steps.append(step)
             index_of[node.name] = step.index
         self._n_slots = n_slots
@@ -135,7 +155,7 @@ class ExecutionPlan:
         for slot, step in last_use.items():
             if slot not in kept:
                 step.frees += (slot,)
-        self.may_block = any(registry._REGISTRY[n.op].blocking for n in order)
+        self.may_block = any(registry.lookup(n.op).blocking for n in order)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def run(self, ctx, feed_values=()):
@@ -156,17 +176,19 @@ class ExecutionPlan:
         for slot, value in zip(self._feed_slots, feed_values):
             vals[slot] = value
         trace = ctx.trace
+        waits = {} if trace is not None else None  # step index -> when it first had to wait
         deferred = None
         done = [False] * len(self._steps)  # read only once a step was deferred (control edges)
         for step in self._steps:
             if deferred is not None and self._blocked(step, vals, done):
                 deferred.append(step)
                 continue
-            if step.is_recv and not ctx.rendezvous.ready(ctx, step.node):
+            if step.ready is not None and self._waits_for(step, ctx, vals) is not None:
                 deferred = deferred if deferred is not None else []
                 deferred.append(step)
+                self._note_wait(step, waits)
                 continue
-            self._execute(step, ctx, vals, trace)
+            self._execute(step, ctx, vals, trace, waits)
             done[step.index] = True
             if deferred is None:
                 # Drop intermediates after their last consumer, so a step's memory is its live
@@ -174,7 +196,7 @@ class ExecutionPlan:
                 for slot in step.frees:
                     vals[slot] = None
         while deferred:
-            deferred = self._run_deferred(deferred, ctx, vals, trace, done)
+            deferred = self._run_deferred(deferred, ctx, vals, trace, waits, done)
         return [vals[s] for s in self._fetch_slots]
 
     def _blocked(self, step, vals, done):
@@ -184,25 +206,84 @@ class ExecutionPlan:
             not done[c] for c in step.controls
         )
 
-    def _run_deferred(self, deferred, ctx, vals, trace, done):
-        """Runs what became ready; waits for one of the pending `_Recv`s when nothing is."""
+    def _run_deferred(self, deferred, ctx, vals, trace, waits, done):
+        """Runs what became ready; waits for a change when nothing is."""
         progressed, still = False, []
         for step in deferred:
-            if self._blocked(step, vals, done) or (step.is_recv and not ctx.rendezvous.ready(ctx, step.node)):
+            if self._blocked(step, vals, done):
                 still.append(step)
                 continue
-            self._execute(step, ctx, vals, trace)
+            if step.ready is not None and self._waits_for(step, ctx, vals) is not None:
+                still.append(step)
+                self._note_wait(step, waits)
+                continue
+            self._execute(step, ctx, vals, trace, waits)
             done[step.index] = True
             progressed = True
         if still and not progressed:
-            waiting = [s.node for s in still if s.is_recv and not self._blocked(s, vals, done)]
-            ctx.rendezvous.wait_any(ctx, waiting)
+            waiting = [s for s in still if s.ready is not None and not self._blocked(s, vals, done)]
+            self._wait(ctx, waiting, vals)
         return still
 
-    def _execute(self, step, ctx, vals, trace):
+    def _args(self, step, ctx, vals):
+        return [vals[i] if i >= 0 else ctx.resources.resource(*self._refs[-i - 1]) for i in step.inputs]
+
+    def _waits_for(self, step, ctx, vals):
+        """None when `step` can run now, else a description of what it waits for."""
+        return step.ready(ctx, step.node, *self._args(step, ctx, vals))
+
+    @staticmethod
+    def _note_wait(step, waits):
+        # Traced steps show a wait as the op's span: it starts when the op first had to wait.
+        if waits is not None:
+            waits.setdefault(step.index, time.perf_counter())
+
+    def _wait(self, ctx, waiting, vals):
+        """Blocks until one of `waiting` is ready, the deadline passes or the step is aborted.
+
+        Raises:
+            DeadlineExceededError: at the deadline, naming every wait (tensor and sender,
+                queue and its size, accumulator and the gradients it holds).
+            The abort error (`CancelledError` when the session closed, ...).
+        """
+        cond = ctx.resources.changed
+        started = time.monotonic()
+        next_report = started + HANG_REPORT_S
+        with cond:
+            while True:
+                error = ctx.abort_error()
+                if error is not None:
+                    raise error
+                reasons = [self._waits_for(s, ctx, vals) for s in waiting]
+                if any(r is None for r in reasons):
+                    return
+                now = time.monotonic()
+                remaining = None if ctx.deadline is None else ctx.deadline - now
+                if remaining is not None and remaining <= 0:
+                    raise errors.DeadlineExceededError(
+                        waiting[0].node.name if waiting else None,
+                        None,
+                        f"step timed out on {ctx.device or 'the local device'} after {now - started:.1f} s "
+                        f"still waiting for {len(reasons)} tensor(s) or resource(s): {'; '.join(reasons)}. "
+                        "Whoever should provide them may be slow, "
+                        "blocked or down; raise the timeout with tf.RunOptions(timeout_in_ms=...) or "
+                        "ConfigProto(operation_timeout_in_ms=...)",
+                    )
+                if remaining is None and now >= next_report:
+                    _log.warning(
+                        "step %s on %s has waited %.0f s for: %s",
+                        ctx.step_id,
+                        ctx.device or "the local device",
+                        now - started,
+                        "; ".join(reasons),
+                    )
+                    next_report = now + 30.0
+                cond.wait(0.1 if remaining is None else min(0.1, remaining))
+
+    def _execute(self, step, ctx, vals, trace, waits=None):
         node = step.node
-        args = [vals[i] if i >= 0 else ctx.resources.variable(self._ref_nodes[-i - 1]) for i in step.inputs]
-        start = time.perf_counter() if trace is not None else 0.0
+        args = self._args(step, ctx, vals)
+        start = 0.0 if trace is None else waits.pop(step.index, None) or time.perf_counter()
         try:
             out = step.kernel(ctx, node, *args)
         except errors.OpError as e:
@@ -246,8 +327,7 @@ def prune_and_sort(by_name, fed, fetches, targets):
             raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
         visiting.add(name)
         stack.append((name, True))
-        d = registry._REGISTRY.get(node.op)
-        refs = d.ref_inputs if d else ()
+        refs = {pos for pos, _, _ in registry.ref_inputs(node)}
         for pos, inp in enumerate(node.data_inputs):
             if _canon(inp) in fed or pos in refs:
                 continue  # fed tensors cut the graph; ref inputs need the variable, not its value
@@ -258,6 +338,27 @@ def prune_and_sort(by_name, fed, fetches, targets):
             if c not in needed:
                 stack.append((c, False))
     return order
+
+
+def _ref_resource(node, pos, src, kind, by_name):
+    """``(kind, creator node)`` of ref input `pos` of `node`, checked against its creator."""
+    creator = by_name.get(src)
+    if creator is None:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ref input {pos} of {node.op} node {node.name!r} names {src!r}, not in the graph",
+        )
+    creates = registry.lookup(creator.op, None)
+    creates = creates.creates if creates is not None else None
+    if creates is not None and creates is not kind:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ref input {pos} of {node.op} node {node.name!r} takes a {kind.name} resource, but "
+            f"its input {creator.name!r} ({creator.op}) creates a {creates.name}",
+        )
+    return kind, creator
 
 
 def _canon(name):

@@ -11,7 +11,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.graph import Operation, Tensor
+from nbdist.graph.graph import Operation, Tensor, graph_element
 
 
 class FetchMapper:
@@ -86,8 +86,7 @@ def normalize_feeds(graph, feed_dict):
     """
     out = {}
     for key, value in (feed_dict or {}).items():
-        if hasattr(key, "_as_graph_element") and not isinstance(key, Tensor):
-            key = key._as_graph_element()
+        key = graph_element(key)
         try:
             tensor = graph.as_graph_element(key, allow_operation=False)
         except (TypeError, KeyError, ValueError) as e:

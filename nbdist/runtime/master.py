@@ -1,5 +1,9 @@
 """The master service: one per server; turns a client's `RunStep` into `RunGraph`s.
 
+Its RPC table (`MasterService.rpc_table`): ``CreateSession``, ``ExtendSession``,
+``RunStep`` and ``CloseSession``. It reaches every worker, its own process's included,
+through one stub interface (`nbdist.runtime.worker.LocalWorker` / `RemoteWorker`).
+
 Per session it keeps the client's graph (`CreateSession`, then `ExtendSession` with
 only the new nodes). Per distinct (graph version, feeds, fetches, targets) it prunes,
 places, partitions and registers each partition with its worker once (on the
@@ -11,20 +15,20 @@ bounds it. When a partition fails, the others are aborted and the error is retur
 Tensors between partitions go worker to worker (one message per cross-task tensor).
 """
 
-import contextlib
-import functools
 import itertools
 import os
 import threading
 import time
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
-from nbdist.runtime import placer, transport, wire
+from nbdist.runtime import placer
 from nbdist.runtime.executor import prune_and_sort
 from nbdist.runtime.partition import partition
-from nbdist.runtime.serving import DEFERRED
+from nbdist.runtime.serving import DEFERRED, Rpc
+from nbdist.runtime.worker import LocalWorker, RemoteWorker
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
 # Partitions get a grace second to report their own, more precise timeout (which _Recv
@@ -39,9 +43,12 @@ class _MasterSession:
         self.nodes = []
         self.by_name = {}
         self.steps = {}  # signature -> _StepPlan
+        self.running = set()  # _Steps in flight (I/O thread only); closing cancels them
         self.lock = threading.Lock()
 
     def extend(self, graph_def, expected_version):
+        """Adds the new nodes; returns the step plans this drops (their signatures, which
+        count the session's nodes, can never match again)."""
         new = nodes_from_graph_def(graph_def)
         with self.lock:
             if expected_version != len(self.nodes):
@@ -56,6 +63,9 @@ class _MasterSession:
                     raise errors.InvalidArgumentError(n.name, None, f"node {n.name!r} already exists")
                 self.by_name[n.name] = n
             self.nodes.extend(new)
+            dropped = list(self.steps.values())
+            self.steps.clear()
+            return dropped
 
 
 def _signature(session, msg):
@@ -82,7 +92,7 @@ class MasterService:
     Args:
         cluster: the `ClusterSpec`.
         job_name, task_index: the task this master runs on (default placement).
-        local_worker: the `WorkerService` of the same process (called directly).
+        local_worker: the `WorkerService` of the same process (reached by a `LocalWorker`).
         key: the cluster key for calls to other workers.
     """
 
@@ -90,20 +100,53 @@ class MasterService:
         self.cluster = cluster
         self.job_name = job_name
         self.task_index = task_index
-        self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.task_device = Task(job_name, task_index).device
         self.local_worker = local_worker
         self.key = key
         self.loop = None  # the server's ServingLoop, set when it starts
         self._sessions = {}
         self._handles = itertools.count(1)
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "big") << 16)
-        self._io_channels = {}  # task -> Channel owned by the I/O thread
-        self._inflight = {}  # (task, request id) -> _Step
+        self._stubs = {}  # task device -> LocalWorker / RemoteWorker
         self.steps_run = 0
 
     def address_of(self, task_device):
-        job, task = _job_task(task_device)
-        return self.cluster.task_address(job, task)
+        return self.cluster.task_address(*Task.parse(task_device))
+
+    def worker(self, task):
+        """The stub of `task`'s worker (made on first use; the server's loop must run)."""
+        stub = self._stubs.get(task)
+        if stub is None:
+            if task == self.task_device:
+                stub = LocalWorker(self.local_worker, self.loop)
+            else:
+                stub = RemoteWorker(task, self.address_of(task), self.loop, self.key)
+            stub = self._stubs.setdefault(task, stub)
+        return stub
+
+    def rpc_table(self):
+        """The requests this service answers (composed onto the server's loop)."""
+        return {
+            "CreateSession": Rpc(self._rpc_create_session),
+            "ExtendSession": Rpc(self._rpc_extend_session),
+            "CloseSession": Rpc(self._rpc_close_session),
+            # RunStep only starts a step (planning goes to the pool): it never blocks.
+            "RunStep": Rpc(self.run_step, inline=True),
+        }
+
+    def _rpc_create_session(self, msg, responder):
+        handle = self.create_session(msg["graph_def"], msg.get("config"))
+        # The cluster lets the client connect to every worker, which then sends fetched
+        # tensors to it directly.
+        return "CreateSessionResponse", {"handle": handle, "cluster": self.cluster.as_dict()}
+
+    def _rpc_extend_session(self, msg, responder):
+        self.extend_session(msg["handle"], msg["graph_def"], msg["version"])
+        return "ExtendSessionResponse", {}
+
+    def _rpc_close_session(self, msg, responder):
+        self.close_session(msg["handle"])
+        return "CloseSessionResponse", {}
 
     # -- sessions -------------------------------------------------------------------------------
     def create_session(self, graph_def, config):
@@ -114,24 +157,27 @@ class MasterService:
         return handle
 
     def extend_session(self, handle, graph_def, version):
-        self._session(handle).extend(graph_def, version)
+        """Extends the session's graph and deregisters the partitions of the plans that
+        drops, so a long session's workers hold only what its current graph uses (pool)."""
+        self._deregister(self._session(handle).extend(graph_def, version))
 
     def close_session(self, handle):
         """Forgets the session and deregisters its partitions on every worker (pool thread)."""
         session = self._sessions.pop(handle, None)
         if session is None:
             return
+        # A step still in flight (a dequeue that nobody feeds, run by another thread of the
+        # client) ends with CancelledError on every task, as closing a TF session does.
+        self.loop.post(lambda: _cancel_running(session))
         with session.lock:
             plans = list(session.steps.values())
             session.steps.clear()
+        self._deregister(plans)
+
+    def _deregister(self, plans):
         for plan in plans:
             for task, graph_handle in plan.handles.items():
-                if task == self.task_device:
-                    self.local_worker.deregister_graph(graph_handle)
-                    continue
-                channel = transport.channel_to(self.address_of(task), task, self.key)
-                with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
-                    channel.call("DeregisterGraph", {"handle": graph_handle}, timeout_s=5.0)
+                self.worker(task).deregister_graph(graph_handle)
 
     def _session(self, handle):
         try:
@@ -154,7 +200,7 @@ class MasterService:
             self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
         else:
             calls = [_event("master", "PartitionCache", self.task_device, hit=True)]
-            _Step(self, plan, msg, responder, calls, False, arrived_s).start()
+            _Step(self, plan, msg, responder, calls, False, arrived_s, session).start()
         return DEFERRED
 
     def _plan_then_start(self, session, msg, responder, arrived_s):
@@ -164,7 +210,7 @@ class MasterService:
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
-        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s).start())
+        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s, session).start())
 
     # -- planning (pool) --------------------------------------------------------------------------------
     def _plan(self, session, msg, calls):
@@ -188,68 +234,16 @@ class MasterService:
             handles = {}
             for task, part in parts.items():
                 t0 = time.time()
-                handles[task] = self._register(task, part)
+                handles[task] = self.worker(task).register_graph(part)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
             return plan
 
-    def _register(self, task, part):
-        args = (part.graph_def(), part.feeds, part.fetches, part.targets)
-        if task == self.task_device:
-            return self.local_worker.register_graph(*args)
-        channel = transport.channel_to(self.address_of(task), task, self.key)
-        body = dict(zip(("graph_def", "feeds", "fetches", "targets"), args, strict=True))
-        return channel.call("RegisterGraph", body, timeout_s=60.0)["handle"]
-
-    # -- the I/O thread's channels to other workers --------------------------------------------------------
-    def close_io_channels(self):
-        """Closes the I/O thread's channels (runs on the I/O thread as the server stops)."""
-        for channel in self._io_channels.values():
-            channel.close()
-        self._io_channels.clear()
-
-    def io_channel(self, task):
-        channel = self._io_channels.get(task)
-        if channel is None:
-            channel = transport.Channel(self.address_of(task), task, self.key)
-            self._io_channels[task] = channel
-            self.loop.watch(channel.socket, lambda: self._on_reply(task, channel))
-            self.loop.watch(channel.monitor, lambda: self._on_connection_event(task, channel))
-        return channel
-
-    def _on_reply(self, task, channel):
-        while channel.socket.poll(0):
-            frames = channel.socket.recv_multipart(copy=False)
-            try:
-                msg = wire.decode(frames, self.key)
-            except wire.WireError:
-                continue  # not from a worker of this cluster: nothing is waiting for it
-            step = self._inflight.pop((task, msg.get("id")), None)
-            if step is not None:
-                step.on_reply(task, msg)
-
-    def _on_connection_event(self, task, channel):
-        channel.poll_events()
-        if not channel.connected and channel.disconnected_at is not None:
-            self._fail_task(task, channel.unavailable(0.0, "the connection was lost"))
-
-    def check_connected(self, task, since):
-        channel = self._io_channels[task]
-        channel.poll_events()
-        if not channel.connected:
-            self._fail_task(task, channel.unavailable(time.monotonic() - since, "no connection"))
-
-    def _fail_task(self, task, error):
-        for key in [k for k in self._inflight if k[0] == task]:
-            step = self._inflight.pop(key, None)
-            if step is not None:
-                step.fail(error)
-
     def abort_step(self, step, message):
-        self.local_worker.abort_step(step.step_id, message)
+        self.worker(self.task_device).abort_step(step.step_id, message)
         for task in step.plan.parts:
             if task != self.task_device:
-                self.io_channel(task).send("AbortStep", {"step_id": step.step_id, "message": message})
+                self.worker(task).abort_step(step.step_id, message)
 
     def status(self):
         return {"sessions": len(self._sessions), "steps_run": self.steps_run}
@@ -258,8 +252,9 @@ class MasterService:
 class _Step:
     """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, master, plan, msg, responder, calls, new, start_s):
+    def __init__(self, master, plan, msg, responder, calls, new, start_s, session):
         self.master = master
+        self.session = session
         self.plan = plan
         self.feeds = msg.get("feeds", {})
         self.fetches = msg["fetches"]
@@ -274,22 +269,19 @@ class _Step:
         self.start_s = start_s
         self.results = {}
         self.waiting = set(plan.parts)
-        self.requests = {}
+        self.requests = {}  # task -> when its RunGraph started
+        self.cancels = []  # forget the RunGraph replies still owed once the step failed
         self.done = False
         self.timer = None
 
     def start(self):
         m, plan = self.master, self.plan
-        for task, part in plan.parts.items():
-            if task == m.task_device:
-                continue
-            channel = m.io_channel(task)
-            channel.poll_events()
-            if channel.disconnected_at is not None and not channel.connected:
-                self.fail(
-                    channel.unavailable(time.monotonic() - channel.disconnected_at, "the connection was lost")
-                )
+        self.session.running.add(self)
+        # Other tasks first, so they work while this process runs its own partition.
+        for task in sorted(plan.parts, key=lambda t: t == m.task_device):
+            if self.done:
                 return
+            part = plan.parts[task]
             body = {
                 "handle": plan.handles[task],
                 "step_id": self.step_id,
@@ -297,63 +289,27 @@ class _Step:
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
             }
-            if self.deliver_to and part.fetches:
+            if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)
-            request_id = channel.send("RunGraph", body)
-            m._inflight[(task, request_id)] = self
-            self.requests[task] = (request_id, time.time())
-            if not channel.connected:
-                check = functools.partial(m.check_connected, task, time.monotonic())
-                m.loop.call_later(transport.CONNECT_TIMEOUT_S, check)
-        self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
-        if m.task_device in plan.parts:
-            self._run_local()
+            if self.timer is None and task == m.task_device:
+                self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
+            t0 = time.time()
+            self.requests[task] = t0
+            cancel = m.worker(task).run_graph(
+                body, lambda result, task=task, t0=t0: self._task_done(task, result, t0), self.fail
+            )
+            if cancel is not None:
+                self.cancels.append(cancel)
+        if self.timer is None and not self.done:
+            self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
 
-    def _run_local(self):
-        m, task = self.master, self.master.task_device
-        part = self.plan.parts[task]
-        args = (
-            self.plan.handles[task],
-            self.step_id,
-            [self.feeds[f] for f in part.feeds],
-            self.timeout_s,
-            self.trace,
-        )
-        t0 = time.time()
-        if m.local_worker.runs_quickly(args[0]):
-            try:
-                result = m.local_worker.run_graph(*args)
-            except Exception as e:  # noqa: BLE001 - the step's error
-                self.fail(e)
-                return
-            self._task_done(task, result, t0, in_process=True)
-            return
-        future = m.loop.submit(m.local_worker.run_graph, *args)
-        future.add_done_callback(lambda f: m.loop.post(lambda: self._local_finished(f, t0)))
-
-    def _local_finished(self, future, t0):
-        error = future.exception()
-        if error is not None:
-            self.fail(error)
-        else:
-            self._task_done(self.master.task_device, future.result(), t0, in_process=True)
-
-    def on_reply(self, task, msg):
-        if msg["type"] == "Error":
-            try:
-                wire.raise_error(msg)
-            except errors.OpError as e:
-                self.fail(e)
-            return
-        fetches = msg["fetches"]
-        if msg.get("delivered"):  # sent straight to the client; it fills these positions itself
-            fetches = _Delivered(len(self.plan.parts[task].fetches))
-        self._task_done(task, (fetches, msg.get("stats")), self.requests[task][1])
-
-    def _task_done(self, task, result, t0, in_process=False):
+    def _task_done(self, task, result, t0):
         if self.done:
             return
-        self.results[task] = result
+        if result.get("delivered"):  # sent straight to the client; it fills these positions itself
+            result["fetches"] = _Delivered(len(self.plan.parts[task].fetches))
+        self.results[task] = (result["fetches"], result.get("stats"))
+        in_process = bool(result.get("in_process"))
         self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, in_process=in_process))
         self.waiting.discard(task)
         if not self.waiting:
@@ -361,6 +317,7 @@ class _Step:
 
     def _finish(self):
         self.done = True
+        self.session.running.discard(self)
         self.master.loop.cancel(self.timer)
         m, plan = self.master, self.plan
         values, direct = {}, {}
@@ -389,11 +346,12 @@ class _Step:
         if self.done:
             return
         self.done = True
+        self.session.running.discard(self)
         m = self.master
         if self.timer is not None:
             m.loop.cancel(self.timer)
-        for task, (request_id, _) in self.requests.items():
-            m._inflight.pop((task, request_id), None)
+        for cancel in self.cancels:
+            cancel()
         m.abort_step(self, f"step {self.step_id} aborted because another task failed: {type(error).__name__}")
         self.responder.fail(error)
 
@@ -406,6 +364,13 @@ class _Step:
                 f"step {self.step_id} timed out after {self.timeout_s:.1f} s waiting for RunGraph "
                 f"of {waiting}",
             )
+        )
+
+
+def _cancel_running(session):
+    for step in list(session.running):
+        step.fail(
+            errors.CancelledError(None, None, f"step {step.step_id}: the session was closed while it ran")
         )
 
 
@@ -431,19 +396,12 @@ def _event(service, method, task, start_s=None, **extra):
 
 
 def _with_ref_sources(nodes, by_name):
-    """Adds the variables that writers reference (ref inputs) without running them."""
+    """Adds the resource creators (variables, ...) that ref inputs name, without running them."""
     present = {n.name for n in nodes}
     extra = []
     for node in nodes:
-        d = registry._REGISTRY.get(node.op)
-        for pos in d.ref_inputs if d else ():
-            src = node.data_inputs[pos].rpartition(":")[0]
+        for _, src, _ in registry.ref_inputs(node):
             if src not in present:
                 present.add(src)
                 extra.append(by_name[src])
     return extra + nodes
-
-
-def _job_task(task_device):
-    parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
-    return parts["job"], int(parts["task"])

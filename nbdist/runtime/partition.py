@@ -12,6 +12,7 @@ import hashlib
 import numpy as np
 
 from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.device import Task, task_prefix
 from nbdist.graph.graph_def import NodeDef
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
@@ -23,6 +24,7 @@ registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node,
 registry.declare("_Recv", stateful=True, blocking=True)
 registry.shape("_Recv")(lambda inputs, attrs: [(attrs["tensor_type"], attrs["tensor_shape"])])
 registry.kernel("_Recv")(lambda ctx, node: ctx.rendezvous.take(ctx, node))
+registry.ready("_Recv")(lambda ctx, node: ctx.rendezvous.ready(ctx, node))
 registry.shape("_ControlTrigger")(lambda inputs, attrs: [(_dtypes.float32, TensorShape([0]))])
 registry.kernel("_ControlTrigger")(lambda ctx, node: np.zeros(0, np.float32))
 
@@ -42,11 +44,6 @@ class Partition:
 
     def __repr__(self):
         return f"<Partition {self.device}: {len(self.nodes)} nodes>"
-
-
-def task_prefix(device):
-    """``/job:J/replica:0/task:T`` of a full device (the partition key)."""
-    return device.rsplit("/device:", 1)[0]
 
 
 def partition(nodes, by_name, placement, feeds, fetches, targets):
@@ -130,7 +127,7 @@ def _cross_control(part_of, sends, inputs, src_device, dst_device):
             safe += f"+{len(inputs) - 1}_{digest}"
         spec = (_dtypes.float32, TensorShape([0]))
         trigger = NodeDef(
-            f"_trigger/{safe}/{_short(task_prefix(dst_device))}",
+            f"_trigger/{safe}/{_short(dst_device)}",
             "_ControlTrigger",
             list(inputs),
             src_device,
@@ -146,7 +143,7 @@ def _cross_control(part_of, sends, inputs, src_device, dst_device):
 
 def _pair(part_of, tensor, safe, src_device, dst_device, spec, extra=None):
     dtype, shape = spec
-    dst = _short(task_prefix(dst_device))
+    dst = _short(dst_device)
     attrs = {
         "key": f"{src_device};{dst_device};{tensor}",
         "send_device": src_device,
@@ -168,7 +165,6 @@ def _pair(part_of, tensor, safe, src_device, dst_device, spec, extra=None):
     return recv.name
 
 
-def _short(task):
-    # "/job:ps/replica:0/task:1" -> "ps_1"
-    parts = dict(p.split(":", 1) for p in task.strip("/").split("/"))
-    return f"{parts['job']}_{parts['task']}"
+def _short(device):
+    # "/job:ps/replica:0/task:1/device:CPU:0" -> "ps_1"
+    return Task.parse(device).slug

@@ -2,7 +2,7 @@
 
 Rules, in order (as TF's placer):
 1. Colocation: nodes that name the same ``loc:@op`` group (`colocate_with`, a variable's
-   ``read``/``Assign``, optimizer slots) and writers that take a variable as a ref input
+   ``read``/``Assign``, optimizer slots) and ops that take a resource (a variable, ...) as a ref input
    share one device: the requested device of the group's root op (else of any member).
 2. Completion: a partial request is completed by defaults: no job -> the job of the
    task the client is connected to (the master's task); job but no task -> task 0 of
@@ -42,9 +42,7 @@ def colocation_groups(nodes, by_name):
         for loc in node.attr.get("_class", ()):
             if isinstance(loc, str) and loc.startswith("loc:@") and loc[5:] in by_name:
                 uf.union(loc[5:], node.name)
-        d = registry._REGISTRY.get(node.op)
-        for pos in d.ref_inputs if d else ():
-            src = node.data_inputs[pos].rpartition(":")[0]
+        for _, src, _ in registry.ref_inputs(node):
             if src in by_name:
                 uf.union(src, node.name)
     return uf

@@ -19,6 +19,7 @@ import time
 import zmq
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.graph.graph_def import graph_to_graph_def
 from nbdist.runtime import transport, wire
 from nbdist.runtime.cluster import ClusterSpec
@@ -136,7 +137,7 @@ class RemoteBackend:
             self._handle, self._version = reply["handle"], version
             cluster = ClusterSpec(reply.get("cluster") or {})
             self._workers = {
-                f"/job:{job}/replica:0/task:{i}": address
+                Task(job, i).device: address
                 for job, i, address in cluster.iter_tasks()
                 if address != self.address
             }

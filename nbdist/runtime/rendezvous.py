@@ -11,8 +11,8 @@ import threading
 import time
 
 from nbdist import errors
+from nbdist.graph.device import task_prefix
 from nbdist.runtime import transport
-from nbdist.runtime.partition import task_prefix
 
 _STALE_S = 300.0
 
@@ -26,11 +26,13 @@ class Rendezvous:
         key: the cluster key used to sign pushed tensors.
     """
 
-    def __init__(self, task_device, address_of, key=None):
+    def __init__(self, task_device, address_of, key=None, cond=None):
         self.task_device = task_device
         self._address_of = address_of
         self._key = key
-        self._cond = threading.Condition()
+        # Shared with the task's ResourceManager, so a step waiting for a tensor *or* a queue
+        # wakes on either (the executor's wait).
+        self._cond = cond if cond is not None else threading.Condition()
         self._table = {}  # (step_id, key) -> (value, arrival time)
         self._aborted = {}  # step_id -> (error, time)
         self.transfers = {}  # step_id -> list of transfer records (only when tracing)
@@ -70,7 +72,15 @@ class Rendezvous:
 
     # -- consuming ------------------------------------------------------------------------------
     def ready(self, ctx, node):
-        return (ctx.step_id, node.attr["key"]) in self._table
+        """None once the tensor of `node` (a `_Recv`) arrived, else what it waits for."""
+        if (ctx.step_id, node.attr["key"]) in self._table:
+            return None
+        return f"{node.name} <- {task_prefix(node.attr['send_device'])} (tensor {node.attr['tensor_name']})"
+
+    def aborted(self, step_id):
+        """The error `step_id` was aborted with, or None."""
+        entry = self._aborted.get(step_id)
+        return None if entry is None else entry[0]
 
     def take(self, ctx, node):
         """`_Recv` kernel: the tensor for this node's key (waiting if needed)."""

@@ -1,10 +1,13 @@
 """`tf.train.Server`: one task of a cluster, serving the master and worker services.
 
 A server binds one ZeroMQ ROUTER socket at its cluster address and answers requests
-on background threads. The master service handles clients' sessions (`CreateSession`,
-`ExtendSession`, `RunStep`, `CloseSession`); the worker service runs partitions
-(`RegisterGraph`, `RunGraph`, `AbortStep`, `SendTensor`). ``Status`` and ``Ping``
-report on the task (for `%dtf_cluster` and its widget).
+on background threads. It only composes services onto its serving loop: each service
+declares its own RPC table (`rpc_table() -> {request type: serving.Rpc}`). The master
+service handles clients' sessions (`CreateSession`, `ExtendSession`, `RunStep`,
+`CloseSession`); the worker service runs partitions (`RegisterGraph`,
+`DeregisterGraph`, `RunGraph`, `AbortStep`, `SendTensor`, `Reset`); the server itself
+answers ``Status`` and ``Ping`` (for `%dtf_cluster` and its widget). More services
+(the per-task exec service) join with `Server.add_service`.
 """
 
 import contextlib
@@ -13,15 +16,12 @@ import signal
 import socket
 import threading
 
+from nbdist.graph.device import Task
 from nbdist.runtime import wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.master import MasterService
-from nbdist.runtime.serving import DEFERRED, ServingLoop
+from nbdist.runtime.serving import Rpc, ServingLoop
 from nbdist.runtime.worker import WorkerService
-
-# Fetched tensors at least this large go straight to the client; smaller ones ride on the
-# RunGraph reply through the master (one message less per step).
-DIRECT_FETCH_MIN_BYTES = 64 * 1024
 
 
 def _rss_bytes():
@@ -112,17 +112,19 @@ class Server:
         self._config = config
         self._key = cluster_key if cluster_key is not None else wire.default_key()
         self.address = cluster.task_address(job_name, task_index)
-        self.task_device = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.task_device = Task(job_name, task_index).device
         self.worker = WorkerService(self.task_device, self._address_of, self._key)
         self.master = MasterService(cluster, job_name, task_index, self.worker, self._key)
+        self._rpcs = {}
+        for service in (self.master, self.worker, self):
+            self.add_service(service)
         self._loop = None
         self._stopped = threading.Event()
         if start:
             self.start()
 
     def _address_of(self, task_device):
-        parts = dict(p.split(":", 1) for p in task_device.strip("/").split("/"))
-        return self._cluster.task_address(parts["job"], int(parts["task"]))
+        return self._cluster.task_address(*Task.parse(task_device))
 
     @staticmethod
     def create_local_server(config=None, start=True):
@@ -161,15 +163,39 @@ class Server:
         self._loop = ServingLoop(
             self.address, self._handle, self._key, inline=self._runs_inline, task=self.task_device
         )
-        self.master.loop = self._loop
-        self._loop.at_exit(self.master.close_io_channels)
+        self.master.loop = self.worker.loop = self._loop
         self._stopped.clear()
 
+    def add_service(self, service):
+        """Serves `service`'s requests (its ``rpc_table()``) on this server.
+
+        Raises:
+            ValueError: a request type another service already handles.
+        """
+        table = service.rpc_table()
+        taken = sorted(set(table) & set(self._rpcs))
+        if taken:
+            raise ValueError(f"{taken} already handled by this server; a request type has one service")
+        self._rpcs.update(table)
+
+    def request_types(self):
+        """The request types this server answers."""
+        return sorted(self._rpcs)
+
+    def rpc_table(self):
+        """The server's own requests: they report on the task."""
+        return {
+            "Ping": Rpc(
+                lambda msg, responder: ("Pong", {"task": self.task_device, "pid": os.getpid()}), True
+            ),
+            "Status": Rpc(lambda msg, responder: ("StatusResponse", self.status()), True),
+        }
+
     def _runs_inline(self, msg):
-        kind = msg["type"]
-        if kind in _INLINE:
-            return True
-        return kind == "RunGraph" and self.worker.runs_quickly(msg.get("handle"))
+        rpc = self._rpcs.get(msg["type"])
+        if rpc is None:
+            return True  # answered at once with an error
+        return rpc.inline(msg) if callable(rpc.inline) else rpc.inline
 
     def join(self, timeout_s=None):
         """Blocks until the server is stopped, or this process gets SIGTERM or SIGINT.
@@ -205,21 +231,14 @@ class Server:
 
     # -- request dispatch -------------------------------------------------------------------------
     def _handle(self, msg, responder):
-        if msg["type"] in _DEFERRED_HANDLERS:
-            handler = _DEFERRED_HANDLERS[msg["type"]]
-            try:
-                return handler(self, msg, responder)
-            except KeyError as e:
-                raise wire.WireError(f"{msg['type']} request is missing field {e}") from None
-        handler = _HANDLERS.get(msg["type"])
-        if handler is None:
+        rpc = self._rpcs.get(msg["type"])
+        if rpc is None:
             raise wire.WireError(
-                f"unknown request type {msg['type']!r}; this server handles "
-                f"{sorted([*_HANDLERS, *_DEFERRED_HANDLERS])}",
+                f"unknown request type {msg['type']!r}; this server handles {self.request_types()}",
                 request_id=msg.get("id", 0),
             )
         try:
-            return handler(self, msg)
+            return rpc.handler(msg, responder)
         except KeyError as e:
             raise wire.WireError(f"{msg['type']} request is missing field {e}") from None
 
@@ -232,108 +251,6 @@ class Server:
             "requests_served": self._loop.requests_served if self._loop else 0,
             "malformed_requests": self._loop.malformed if self._loop else 0,
         }
-
-
-def _create_session(server, msg):
-    handle = server.master.create_session(msg["graph_def"], msg.get("config"))
-    # The cluster lets the client connect to every worker, which then sends fetched
-    # tensors to it directly.
-    return "CreateSessionResponse", {"handle": handle, "cluster": server.cluster_spec.as_dict()}
-
-
-def _extend_session(server, msg):
-    server.master.extend_session(msg["handle"], msg["graph_def"], msg["version"])
-    return "ExtendSessionResponse", {}
-
-
-def _close_session(server, msg):
-    server.master.close_session(msg["handle"])
-    return "CloseSessionResponse", {}
-
-
-def _register_graph(server, msg):
-    handle = server.worker.register_graph(msg["graph_def"], msg["feeds"], msg["fetches"], msg["targets"])
-    return "RegisterGraphResponse", {"handle": handle}
-
-
-def _run_graph(server, msg, responder):
-    values, stats = server.worker.run_graph(
-        msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
-    )
-    client = msg.get("deliver_to")
-    nbytes = sum(getattr(v, "nbytes", 0) for v in values)
-    if not client or nbytes < DIRECT_FETCH_MIN_BYTES:  # small: riding on the reply costs less
-        return "RunGraphResponse", {"fetches": values, "stats": stats}
-    # Fetched tensors go straight to the client that asked for them (peer to peer, not
-    # relayed through the master); the master only learns that they were delivered.
-    loop = server._loop
-    frames = loop.encode(
-        "FetchedTensors", {"run_id": msg["run_id"], "task": server.task_device, "fetches": values}
-    )
-
-    def deliver():
-        delivered = loop.send_to(client, frames)
-        body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
-        responder.reply("RunGraphResponse", body)
-
-    if loop.on_io_thread:
-        deliver()
-    else:
-        loop.post(deliver)
-    return DEFERRED
-
-
-def _deregister_graph(server, msg):
-    server.worker.deregister_graph(msg["handle"])
-    return "DeregisterGraphResponse", {}
-
-
-def _abort_step(server, msg):
-    server.worker.abort_step(msg["step_id"], msg.get("message", "aborted"))
-    return None, None
-
-
-def _send_tensor(server, msg):
-    server.worker.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
-    return None, None  # one-way: one message per cross-task tensor
-
-
-def _reset(server, msg):
-    server.worker.reset(msg.get("containers"))
-    return "ResetResponse", {}
-
-
-# Never block: handled on the I/O thread (RunStep only starts a step; planning goes to the pool).
-_INLINE = {"SendTensor", "Ping", "Status", "AbortStep", "RunStep"}
-# Handlers that answer later through the request's Responder.
-_DEFERRED_HANDLERS = {
-    "RunStep": lambda server, msg, responder: server.master.run_step(msg, responder),
-    "RunGraph": _run_graph,
-}
-_HANDLERS = {
-    "CreateSession": _create_session,
-    "ExtendSession": _extend_session,
-    "CloseSession": _close_session,
-    "RegisterGraph": _register_graph,
-    "DeregisterGraph": _deregister_graph,
-    "AbortStep": _abort_step,
-    "SendTensor": _send_tensor,
-    "Reset": _reset,
-    "Ping": lambda server, msg: ("Pong", {"task": server.task_device, "pid": os.getpid()}),
-    "Status": lambda server, msg: ("StatusResponse", server.status()),
-}
-
-
-def register_handler(msg_type, handler):
-    """Adds a request type to every server of this process.
-
-    `handler(server, msg) -> (reply_type, reply_body)`; ``(None, None)`` sends no reply.
-    Handlers run on the server's thread pool, so they may block. Used by services built
-    on top of the runtime (e.g. the notebook's per-task code execution).
-    """
-    if msg_type in _HANDLERS or msg_type in _DEFERRED_HANDLERS:
-        raise ValueError(f"a handler for {msg_type!r} is already registered")
-    _HANDLERS[msg_type] = handler
 
 
 @contextlib.contextmanager

@@ -7,6 +7,11 @@ the server. The I/O thread is also an event loop for the master: it can watch mo
 sockets (`watch`), run timers (`call_later`) and callbacks posted from other threads
 (`post`), so a step fanned out to several workers is driven without any thread waiting.
 Replies from other threads reach the ROUTER through an inproc PUSH/PULL pair.
+
+Services (master, worker, per-task exec) declare their requests as tables of `Rpc`
+entries; the server composes the tables onto one loop. `PeerChannels` are the I/O
+thread's own channels to other servers (requests whose replies call back on the loop,
+socket monitors that fail what a lost peer still owes).
 """
 
 import collections
@@ -15,15 +20,33 @@ import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import zmq
 
-from nbdist.runtime import wire
+from nbdist import errors
+from nbdist.runtime import transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
+
+
+class Rpc(NamedTuple):
+    """One request type a service handles.
+
+    Attributes:
+        handler: ``handler(msg, responder) -> (reply_type, body)``; ``(None, None)`` sends
+            no reply (one-way requests); `DEFERRED` when it replies later via `responder`.
+            A missing field (``KeyError``) becomes a malformed-request error.
+        inline: True (or ``inline(msg) -> bool``) when it never blocks and is quick: it is
+            handled on the I/O thread. Otherwise it runs on the handler pool.
+    """
+
+    handler: Callable
+    inline: Any = False
 
 
 class Responder:
@@ -102,6 +125,8 @@ class ServingLoop:
         self._timers = []  # heap of (when, seq, fn)
         self._timer_seq = itertools.count()
         self._cancelled = 0
+        self.peers = PeerChannels(self, key)
+        self._at_exit.append(self.peers.close)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
         self._io_ident = None
@@ -174,10 +199,6 @@ class ServingLoop:
         """Calls `callback()` on the I/O thread whenever `socket` is readable."""
         self._watched[socket] = callback
         self._watched_changed = True
-
-    def unwatch(self, socket):
-        if self._watched.pop(socket, None) is not None:
-            self._watched_changed = True
 
     def call_later(self, delay_s, fn):
         """Runs `fn` on the I/O thread after `delay_s`; returns a handle for `cancel`."""
@@ -303,8 +324,103 @@ class ServingLoop:
                 s.close(linger=0)
             self._outbox_sockets.clear()
 
-    def join(self, timeout_s=None):
-        self._thread.join(timeout_s)
+
+class PeerChannels:
+    """The I/O thread's channels to other servers, one `transport.Channel` per peer.
+
+    `request` sends and returns at once; the reply calls ``on_reply(msg)`` (or
+    ``on_error(exc)`` for an error reply) on the I/O thread. Each channel's socket monitor
+    is watched by the loop: a peer that drops its connection fails every request it
+    still owes at once, one that never connects fails them after
+    ``transport.CONNECT_TIMEOUT_S``. Everything here runs on the I/O thread.
+
+    Args:
+        loop: the `ServingLoop` whose thread owns the channels.
+        key: the cluster key to sign with.
+    """
+
+    def __init__(self, loop, key=None):
+        self._loop = loop
+        self._key = key
+        self._channels = {}  # address -> Channel
+        self._inflight = {}  # (address, request id) -> (on_reply, on_error)
+
+    def channel(self, address, name):
+        """The channel to `address` (made and watched on first use)."""
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = transport.Channel(address, name, self._key)
+            self._loop.watch(channel.socket, lambda: self._on_reply(address, channel))
+            self._loop.watch(channel.monitor, lambda: self._on_connection_event(address, channel))
+        return channel
+
+    def request(self, address, name, msg_type, body, on_reply, on_error):
+        """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
+        channel = self.channel(address, name)
+        channel.poll_events()
+        if channel.disconnected_at is not None and not channel.connected:
+            on_error(
+                channel.unavailable(time.monotonic() - channel.disconnected_at, "the connection was lost")
+            )
+            return None
+        request_id = channel.send(msg_type, body)
+        self._inflight[(address, request_id)] = (on_reply, on_error)
+        if not channel.connected:
+            since = time.monotonic()
+            self._loop.call_later(transport.CONNECT_TIMEOUT_S, lambda: self._check_connected(address, since))
+        return request_id
+
+    def send(self, address, name, msg_type, body):
+        """Sends a one-way message (no reply is expected)."""
+        self.channel(address, name).send(msg_type, body)
+
+    def forget(self, address, request_id):
+        """Drops the callbacks of a request whose answer no longer matters."""
+        self._inflight.pop((address, request_id), None)
+
+    def close(self):
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+        self._inflight.clear()
+
+    def _on_reply(self, address, channel):
+        while channel.socket.poll(0):
+            frames = channel.socket.recv_multipart(copy=False)
+            try:
+                msg = wire.decode(frames, self._key)
+            except wire.WireError:
+                continue  # not from a server of this cluster: nothing is waiting for it
+            callbacks = self._inflight.pop((address, msg.get("id")), None)
+            if callbacks is None:
+                continue
+            on_reply, on_error = callbacks
+            if msg["type"] == "Error":
+                try:
+                    wire.raise_error(msg)
+                except errors.OpError as e:
+                    on_error(e)
+            else:
+                on_reply(msg)
+
+    def _on_connection_event(self, address, channel):
+        channel.poll_events()
+        if not channel.connected and channel.disconnected_at is not None:
+            self._fail(address, channel.unavailable(0.0, "the connection was lost"))
+
+    def _check_connected(self, address, since):
+        channel = self._channels.get(address)
+        if channel is None:
+            return
+        channel.poll_events()
+        if not channel.connected:
+            self._fail(address, channel.unavailable(time.monotonic() - since, "no connection"))
+
+    def _fail(self, address, error):
+        for key in [k for k in self._inflight if k[0] == address]:
+            callbacks = self._inflight.pop(key, None)
+            if callbacks is not None:
+                callbacks[1](error)
 
 
 def _noop():

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph.graph import _default_session_stack, get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
@@ -32,12 +33,13 @@ class _LocalBackend:
         self._plans = {}
         self._lock = threading.Lock()
         self._step_id = 0
+        self._running = set()  # StepContexts of steps in flight (close() cancels their waits)
         self.resources = ResourceManager(LOCAL_DEVICE)
 
     def _sync_nodes(self):
-        ops = self._graph._ops
-        if len(self._nodes) < len(ops):
-            self._nodes.extend(node_def_of(op) for op in ops[len(self._nodes) :])
+        new = self._graph.operations_since(len(self._nodes))
+        if new:
+            self._nodes.extend(node_def_of(op) for op in new)
             self._plans.clear()
 
     def run_step(self, feeds, fetch_names, target_names, options, run_metadata):
@@ -58,7 +60,13 @@ class _LocalBackend:
         tracing = run_metadata is not None and options is not None and options.trace_level
         trace = [] if tracing else None
         ctx = StepContext(self.resources, None, step_id, deadline, trace, LOCAL_DEVICE)
-        values = [_owned(v) for v in plan.run(ctx, list(feeds.values()))]
+        with self._lock:
+            self._running.add(ctx)
+        try:
+            values = [_owned(v) for v in plan.run(ctx, list(feeds.values()))]
+        finally:
+            with self._lock:
+                self._running.discard(ctx)
         if tracing:
             stats = DeviceStepStats(LOCAL_DEVICE)
             stats.node_stats = [{"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in trace]
@@ -66,6 +74,14 @@ class _LocalBackend:
         return values
 
     def close(self):
+        # A step still waiting (a dequeue from a queue nobody feeds, in another thread) ends
+        # with CancelledError, as in TF; then the session's resources go.
+        with self._lock:
+            running = list(self._running)
+        for ctx in running:
+            ctx.cancel(
+                errors.CancelledError(None, None, "Session has been closed while the step was waiting")
+            )
         self.resources.clear()
 
 

@@ -1,13 +1,27 @@
 """The worker service: registers partitions and runs them, step after step.
 
 It owns the task's `ResourceManager` (variables outlive steps, sessions and clients:
-a second client sees what the first one trained) and its `Rendezvous`. RPCs:
-``RegisterGraph`` (a partition -> a handle with a precompiled `ExecutionPlan`),
-``RunGraph`` (feeds -> fetches for one step id), ``AbortStep``, ``SendTensor``
-(a peer pushes a tensor for one of our `_Recv`s), ``Status`` and ``Reset``.
+a second client sees what the first one trained) and its `Rendezvous`. Its RPC table
+(`WorkerService.rpc_table`): ``RegisterGraph`` (a partition -> a handle with a
+precompiled `ExecutionPlan`), ``DeregisterGraph``, ``RunGraph`` (feeds -> fetches for
+one step id), ``AbortStep``, ``SendTensor`` (a peer pushes a tensor for one of our
+`_Recv`s) and ``Reset``.
+
+A master reaches workers through one stub interface, whether the worker is its own
+process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
+the I/O thread's `PeerChannels`)::
+
+    handle = stub.register_graph(partition)            # a pool thread; may block
+    stub.deregister_graph(handle)                      # best effort
+    cancel = stub.run_graph(body, on_done, on_error)   # the I/O thread; never blocks
+    stub.abort_step(step_id, message)                  # the I/O thread; one-way
+
+`run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process"})`` or
+``on_error(exc)`` later, on the I/O thread.
 """
 
 import collections
+import contextlib
 import itertools
 import os
 import threading
@@ -16,10 +30,15 @@ import time
 from nbdist import errors
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
+from nbdist.runtime import transport
 from nbdist.runtime.executor import ExecutionPlan, StepContext
 from nbdist.runtime.rendezvous import Rendezvous
+from nbdist.runtime.serving import DEFERRED, Rpc
 
 INLINE_RUN_S = 0.001
+# Fetched tensors at least this large go straight to the client; smaller ones ride on the
+# RunGraph reply through the master (one message less per step).
+DIRECT_FETCH_MIN_BYTES = 64 * 1024
 
 
 class WorkerService:
@@ -34,11 +53,12 @@ class WorkerService:
     def __init__(self, task_device, address_of, key=None):
         self.task_device = task_device
         self.resources = ResourceManager(task_device + "/device:CPU:0")
-        self.rendezvous = Rendezvous(task_device, address_of, key)
+        self.rendezvous = Rendezvous(task_device, address_of, key, cond=self.resources.changed)
         self._plans = {}  # handle -> (ExecutionPlan, partition GraphDef)
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
+        self.loop = None  # the server's ServingLoop, set when it starts
 
     # -- RegisterGraph -------------------------------------------------------------------------
     def register_graph(self, graph_def, feeds, fetches, targets):
@@ -127,6 +147,7 @@ class WorkerService:
             "task": self.task_device,
             "pid": os.getpid(),
             "steps_run": self.steps_run,
+            "graphs_registered": len(self._plans),
             "ops_placed": self.ops_placed(),
             "variables": {
                 name: {
@@ -144,3 +165,146 @@ class WorkerService:
         else:
             for c in containers:
                 self.resources.clear(c)
+
+    # -- RPCs ------------------------------------------------------------------------------------------
+    def rpc_table(self):
+        """The requests this service answers (composed onto the server's loop)."""
+        return {
+            "RegisterGraph": Rpc(self._rpc_register_graph),
+            "DeregisterGraph": Rpc(self._rpc_deregister_graph),
+            "RunGraph": Rpc(self._rpc_run_graph, inline=lambda msg: self.runs_quickly(msg.get("handle"))),
+            "AbortStep": Rpc(self._rpc_abort_step, inline=True),
+            "SendTensor": Rpc(self._rpc_send_tensor, inline=True),
+            "Reset": Rpc(self._rpc_reset),
+        }
+
+    def _rpc_register_graph(self, msg, responder):
+        handle = self.register_graph(msg["graph_def"], msg["feeds"], msg["fetches"], msg["targets"])
+        return "RegisterGraphResponse", {"handle": handle}
+
+    def _rpc_deregister_graph(self, msg, responder):
+        self.deregister_graph(msg["handle"])
+        return "DeregisterGraphResponse", {}
+
+    def _rpc_run_graph(self, msg, responder):
+        values, stats = self.run_graph(
+            msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
+        )
+        client = msg.get("deliver_to")
+        nbytes = sum(getattr(v, "nbytes", 0) for v in values)
+        if not client or nbytes < DIRECT_FETCH_MIN_BYTES:  # small: riding on the reply costs less
+            return "RunGraphResponse", {"fetches": values, "stats": stats}
+        # Fetched tensors go straight to the client that asked for them (peer to peer, not
+        # relayed through the master); the master only learns that they were delivered.
+        loop = self.loop
+        frames = loop.encode(
+            "FetchedTensors", {"run_id": msg["run_id"], "task": self.task_device, "fetches": values}
+        )
+
+        def deliver():
+            delivered = loop.send_to(client, frames)
+            body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
+            responder.reply("RunGraphResponse", body)
+
+        if loop.on_io_thread:
+            deliver()
+        else:
+            loop.post(deliver)
+        return DEFERRED
+
+    def _rpc_abort_step(self, msg, responder):
+        self.abort_step(msg["step_id"], msg.get("message", "aborted"))
+        return None, None
+
+    def _rpc_send_tensor(self, msg, responder):
+        self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
+        return None, None  # one-way: one message per cross-task tensor
+
+    def _rpc_reset(self, msg, responder):
+        self.reset(msg.get("containers"))
+        return "ResetResponse", {}
+
+
+def _part_args(part):
+    return part.graph_def(), part.feeds, part.fetches, part.targets
+
+
+class LocalWorker:
+    """The stub of the worker in the master's own process: direct calls, no messages.
+
+    A partition that cannot block and ran quickly last time runs inline on the I/O thread;
+    any other on the pool, its result posted back to the I/O thread.
+    """
+
+    def __init__(self, service, loop):
+        self.service = service
+        self.task = service.task_device
+        self._loop = loop
+
+    def register_graph(self, part):
+        return self.service.register_graph(*_part_args(part))
+
+    def deregister_graph(self, handle):
+        self.service.deregister_graph(handle)
+
+    def run_graph(self, body, on_done, on_error):
+        args = (body["handle"], body["step_id"], body["feeds"], body["timeout_s"], body["trace"])
+        service, loop = self.service, self._loop
+        if service.runs_quickly(args[0]):
+            try:
+                values, stats = service.run_graph(*args)
+            except Exception as e:  # noqa: BLE001 - the step's error
+                on_error(e)
+                return None
+            on_done({"fetches": values, "stats": stats, "in_process": True})
+            return None
+
+        def finished(future):
+            error = future.exception()
+            if error is not None:
+                on_error(error)
+            else:
+                values, stats = future.result()
+                on_done({"fetches": values, "stats": stats, "in_process": True})
+
+        future = loop.submit(service.run_graph, *args)
+        future.add_done_callback(lambda f: loop.post(lambda: finished(f)))
+        return None
+
+    def abort_step(self, step_id, message):
+        self.service.abort_step(step_id, message)
+
+
+class RemoteWorker:
+    """The stub of another task's worker: requests over the network.
+
+    `register_graph` and `deregister_graph` (pool threads) use the calling thread's
+    channel; `run_graph` and `abort_step` (I/O thread) the loop's `PeerChannels`.
+    """
+
+    def __init__(self, task, address, loop, key=None):
+        self.task = task
+        self.address = address
+        self._loop = loop
+        self._key = key
+
+    def register_graph(self, part):
+        body = dict(zip(("graph_def", "feeds", "fetches", "targets"), _part_args(part), strict=True))
+        channel = transport.channel_to(self.address, self.task, self._key)
+        return channel.call("RegisterGraph", body, timeout_s=60.0)["handle"]
+
+    def deregister_graph(self, handle):
+        channel = transport.channel_to(self.address, self.task, self._key)
+        with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
+            channel.call("DeregisterGraph", {"handle": handle}, timeout_s=5.0)
+
+    def run_graph(self, body, on_done, on_error):
+        def reply(msg):
+            on_done({"fetches": msg["fetches"], "stats": msg.get("stats"), "delivered": msg.get("delivered")})
+
+        peers = self._loop.peers
+        request_id = peers.request(self.address, self.task, "RunGraph", body, reply, on_error)
+        return None if request_id is None else (lambda: peers.forget(self.address, request_id))
+
+    def abort_step(self, step_id, message):
+        self._loop.peers.send(self.address, self.task, "AbortStep", {"step_id": step_id, "message": message})

@@ -37,11 +37,13 @@ from nbdist.train.monitored_session import (
     WorkerSessionCreator,
 )
 from nbdist.train.optimizer import Optimizer
+from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.saver import Saver, SaverDef
 from nbdist.train.scaffold import Scaffold
 from nbdist.train.session_manager import SessionManager
 from nbdist.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 from nbdist.train.supervisor import Supervisor
+from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbdist.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -67,6 +69,7 @@ __all__ = [
     "NanLossDuringTrainingError",
     "NanTensorHook",
     "Optimizer",
+    "QueueRunner",
     "Saver",
     "SaverDef",
     "Scaffold",
@@ -83,7 +86,9 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "Supervisor",
+    "SyncReplicasOptimizer",
     "WorkerSessionCreator",
+    "add_queue_runner",
     "assert_global_step",
     "checkpoint_exists",
     "create_global_step",
@@ -96,6 +101,7 @@ __all__ = [
     "latest_checkpoint",
     "remove_checkpoint",
     "replica_device_setter",
+    "start_queue_runners",
     "update_checkpoint_state",
 ]
 

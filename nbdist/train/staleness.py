@@ -25,6 +25,7 @@ from nbdist.graph.graph import Operation, Tensor
 from nbdist.ops import math_ops
 
 _COLLECTION = "nbdist_staleness"  # (train op, staleness tensor) pairs
+_DROPPED = "nbdist_dropped_gradients"  # (train op, dropped tensor) pairs (synchronous training)
 
 
 def record(train_op, new_step, step_at_start):
@@ -36,21 +37,44 @@ def record(train_op, new_step, step_at_start):
     return stale
 
 
+def record_dropped(train_op, dropped):
+    """Adds the dropped-gradient count of a sync `train_op` (called by `SyncReplicasOptimizer`)."""
+    dropped.graph.add_to_collection(_DROPPED, (train_op, dropped))
+    return dropped
+
+
+def _find(train_op, collection, what):
+    op = train_op.op if isinstance(train_op, Tensor) else train_op
+    if not isinstance(op, Operation):
+        raise TypeError(f"{what}() takes the train op returned by minimize/apply_gradients, got {train_op!r}")
+    for candidate, tensor in op.graph.get_collection(collection):
+        if candidate is op:
+            return tensor
+    return None
+
+
+def dropped_of(train_op):
+    """1 when this worker's gradient of the step arrived too late and was dropped (sync training), else 0.
+
+    Raises:
+        ValueError: if `train_op` is not a `SyncReplicasOptimizer`'s.
+    """
+    dropped = _find(train_op, _DROPPED, "dropped_of")
+    if dropped is None:
+        raise ValueError(f"{train_op.name!r} is not a train op of tf.train.SyncReplicasOptimizer")
+    return dropped
+
+
 def of(train_op):
     """The staleness tensor of a train op built with a ``global_step``.
 
     Raises:
         ValueError: if `train_op` was not built by an optimizer with a ``global_step``.
     """
-    op = train_op.op if isinstance(train_op, Tensor) else train_op
-    if not isinstance(op, Operation):
-        raise TypeError(
-            f"staleness.of() takes the train op returned by minimize/apply_gradients, got {train_op!r}"
-        )
-    for candidate, stale in op.graph.get_collection(_COLLECTION):
-        if candidate is op:
-            return stale
+    stale = _find(train_op, _COLLECTION, "staleness.of")
+    if stale is not None:
+        return stale
     raise ValueError(
-        f"{op.name!r} has no staleness: only a train op from opt.minimize(loss, global_step=...) "
+        f"{train_op.name!r} has no staleness: only a train op from opt.minimize(loss, global_step=...) "
         "or opt.apply_gradients(..., global_step=...) records it"
     )
