@@ -269,7 +269,7 @@ class ExecutionPlan:
                         "blocked or down; raise the timeout with tf.RunOptions(timeout_in_ms=...) or "
                         "ConfigProto(operation_timeout_in_ms=...)",
                     )
-                if remaining is None and now >= next_report:
+                if now >= next_report:  # a long wait says what it waits for, bounded or not
                     _log.warning(
                         "step %s on %s has waited %.0f s for: %s",
                         ctx.step_id,

@@ -147,7 +147,8 @@ class SyncReplicasOptimizer(Optimizer):
                 if self._variable_averages is not None:
                     with graph.control_dependencies([sync_op]):
                         sync_op = self._variable_averages.apply(self._variables_to_average)
-                self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op])
+                self._sync_op = sync_op
+                self._dummy_queue = dummy_queue
 
             for accum, device in self._accumulator_list:
                 with graph.device(device):
@@ -157,6 +158,13 @@ class SyncReplicasOptimizer(Optimizer):
                 self._close_ops = [self._sync_token_queue.close(cancel_pending_enqueues=True)] + [
                     accum.close() for accum, _ in self._accumulator_list
                 ]
+            # When the chief's coordinator stops (its session closes, for whatever reason), the
+            # queue runner's cancel op ends synchronous training for everyone: the token queue
+            # and the accumulators close (TF cancels only its dummy queue, and the chief's
+            # take_grad and the other workers' dequeues then wait for ever).
+            self._chief_queue_runner = QueueRunner(
+                self._dummy_queue, [self._sync_op], cancel_op=self.get_close_op()
+            )
         self._gradients_applied = True
         # 1 when this worker's gradient of the step came too late and was dropped, else 0.
         with graph.colocate_with(local_anchor):
