@@ -57,6 +57,12 @@ def main(argv=None):
         action="store_true",
         help="also run %%%%dtf_worker cells sent by the notebook (signed requests only)",
     )
+    parser.add_argument(
+        "--delay-ms",
+        type=float,
+        default=0.0,
+        help="make this task a straggler: it waits this long before each partition it runs",
+    )
     args = parser.parse_args(argv)
 
     from nbdist.runtime.cluster import ClusterSpec, cluster_from_tf_config  # noqa: PLC0415 - fast --help
@@ -81,6 +87,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"nbdist-server: error: {e}", file=sys.stderr, flush=True)
         return 2
+    server.worker.delay_s = max(0.0, args.delay_ms) / 1000.0
     return _serve(server, args.exec)
 
 

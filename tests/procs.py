@@ -53,7 +53,7 @@ def cluster_dict(**jobs):
 class ServerProcs:
     """Starts one server process per task of `cluster` and stops them (by PID) at `stop()`."""
 
-    def __init__(self, cluster, key_hex=None, ready_timeout_s=30.0):
+    def __init__(self, cluster, key_hex=None, ready_timeout_s=30.0, delays_ms=None):
         self.cluster = cluster
         self.procs = {}
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -74,6 +74,7 @@ class ServerProcs:
                         str(i),
                         "--parent-pid",
                         str(os.getpid()),
+                        f"--delay-ms={(delays_ms or {}).get((job, i), 0)}",
                     ],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

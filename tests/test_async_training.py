@@ -116,3 +116,20 @@ def test_async_linear_regression_converges_and_every_update_lands(servers):
     # Every worker's update reached the ps: the global step counts each local step once.
     assert _final_global_step(servers) == sum(r["local_steps"] for r in results)
     assert sum(r["local_steps"] for r in results) >= steps
+
+
+@pytest.mark.slow
+def test_a_straggler_computes_from_stale_parameters_and_it_is_reported():
+    # Worker 1's task waits 30 ms before each partition (python -m nbdist.server --delay-ms):
+    # while it computes, worker 0's updates land, so its gradients are applied stale.
+    procs = ServerProcs(cluster_dict(ps=1, worker=2), delays_ms={("worker", 1): 30})
+    try:
+        results = _run_workers(procs, 300)
+    finally:
+        procs.stop()
+    fast, slow = results
+    print("mean staleness, fast / slow worker:", fast["mean_staleness"], slow["mean_staleness"])
+    assert slow["mean_staleness"] > 1.0, slow
+    assert slow["mean_staleness"] > fast["mean_staleness"], (fast, slow)
+    assert slow["local_steps"] < fast["local_steps"]
+    assert all(r["w_max_error"] < 0.05 for r in results)  # async still converges here

@@ -58,6 +58,9 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
+        # A straggler, on purpose: every partition this task runs waits this long first
+        # (`python -m nbdist.server --delay-ms`), to see staleness and backup workers at work.
+        self.delay_s = 0.0
         self.loop = None  # the server's ServingLoop, set when it starts
 
     # -- RegisterGraph -------------------------------------------------------------------------
@@ -86,6 +89,7 @@ class WorkerService:
         plan = self._plans.get(handle)
         return (
             plan is not None
+            and not self.delay_s
             and not plan.may_block
             and plan.last_run_s is not None
             and plan.last_run_s < INLINE_RUN_S
@@ -121,6 +125,10 @@ class WorkerService:
             ops,
             self.task_device + "/device:CPU:0",
         )
+        if self.delay_s:
+            time.sleep(
+                self.delay_s if deadline is None else max(0.0, min(self.delay_s, deadline - time.monotonic()))
+            )
         try:
             values = plan.run(ctx, feed_values)
         finally:
