@@ -119,12 +119,12 @@ def main(argv=None):
     x, y, w = model["x"], model["y"], model["w"]
 
     local_steps, losses, stale = 0, [], []
-    started = time.monotonic()
     with tf.Session(target) as sess:
         if is_chief:
             sess.run(model["init_op"])
         else:
             wait_until_ready(sess, model["report_op"], args.task_index, args.ready_timeout_s)
+        started = time.monotonic()  # training only: not the session set-up or the wait for the chief
         step = 0
         while step < args.train_steps:
             xs = data.normal(size=(args.batch_size, args.features)).astype(np.float32)

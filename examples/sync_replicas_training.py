@@ -84,14 +84,16 @@ def main(argv=None):
         fetches["dropped"] = tf.train.staleness.dropped_of(train_op)
 
     hooks = [opt.make_session_run_hook(is_chief), tf.train.StopAtStepHook(last_step=args.train_steps)]
-    local_steps, dropped, losses, w_err = 0, 0, [], None
-    started = time.monotonic()
+    local_steps, dropped, losses, w_err, first_step = 0, 0, [], None, None
+    started = None
     with tf.train.MonitoredTrainingSession(master=target, is_chief=is_chief, hooks=hooks) as sess:
         while not sess.should_stop():
+            started = started or time.monotonic()  # training only, from the first step
             xs = data.normal(size=(args.batch_size, args.features)).astype(np.float32)
             ys = xs @ true_w + 0.01 * data.normal(size=(args.batch_size, 1)).astype(np.float32)
             out = sess.run(fetches, {x: xs, y: ys})
             local_steps += 1
+            first_step = int(out["step"]) if first_step is None else first_step
             losses.append(float(out["loss"]))
             dropped += int(out.get("dropped", 0))
             w_err = float(np.abs(out["w"] - true_w).max())  # (a monitored session cannot run once stopped)
@@ -103,7 +105,9 @@ def main(argv=None):
                 "dropped": dropped,
                 "final_loss": float(np.mean(losses[-10:])) if losses else None,
                 "w_max_error": w_err,
-                "elapsed_s": time.monotonic() - started,
+                "elapsed_s": time.monotonic() - started if started else 0.0,
+                "global_step": int(out["step"]) + 1 if local_steps else 0,
+                "first_global_step": first_step,
             }
         ),
         flush=True,

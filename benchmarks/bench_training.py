@@ -1,0 +1,118 @@
+"""Training steps/s, nbdist against real TF, on the same between-graph programs in the same run.
+
+Each run starts one ps and two workers as separate processes on 127.0.0.1, exactly as a
+TF 1.x tutorial is run (``--job_name``/``--task_index``, the ps in ``server.join()``),
+with ``examples/async_linear_regression.py`` (100 features, batch 32, asynchronous) and
+``examples/sync_replicas_training.py`` (the same model, SyncReplicasOptimizer 2 of 2).
+Reported: async = all workers' local steps per second of training; sync = global steps
+per second while both workers train. The ps is killed by PID at the end; TF's non-chief
+sync workers hang on the token queue after the chief's last step (TF's behaviour), so they
+are killed by PID once the chief has reported.
+
+    python benchmarks/bench_training.py            # both libraries, 3 rounds
+    python benchmarks/bench_training.py --no-tf    # nbdist only
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = {
+    "async": ROOT / "examples" / "async_linear_regression.py",
+    "sync": ROOT / "examples" / "sync_replicas_training.py",
+}
+
+
+def _ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def run_once(mode, lib, steps, workers=2, timeout_s=300):
+    ports = _ports(1 + workers)
+    hosts = [f"localhost:{p}" for p in ports]
+    common = [f"--ps_hosts={hosts[0]}", f"--worker_hosts={','.join(hosts[1:])}", f"--train_steps={steps}"]
+    if lib == "tf":
+        common.append("--tf")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    cmd = [sys.executable, str(SCRIPTS[mode])]
+    ps = subprocess.Popen(
+        [*cmd, *common, "--job_name=ps", "--task_index=0"], env=env, stderr=subprocess.DEVNULL
+    )
+    procs = [
+        subprocess.Popen(
+            [*cmd, *common, "--job_name=worker", f"--task_index={i}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for i in range(workers)
+    ]
+    try:
+        results = []
+        chief_out, _ = procs[0].communicate(timeout=timeout_s)
+        results.append(json.loads(chief_out.strip().splitlines()[-1]))
+        for p in procs[1:]:
+            try:
+                out, _ = p.communicate(timeout=10)
+                results.append(json.loads(out.strip().splitlines()[-1]))
+            except subprocess.TimeoutExpired:
+                results.append(None)  # a TF sync worker waiting for ever on the token queue
+        return results
+    finally:
+        for p in [*procs, ps]:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def steps_per_s(mode, results):
+    if mode == "async":
+        done = [r for r in results if r]
+        return sum(r["local_steps"] for r in done) / max(r["local_steps"] / r["steps_per_s"] for r in done)
+    # Global steps per second while every worker trains: from the window of the worker that
+    # started last (TF's non-chief polls for the model every 30 s before it starts).
+    done = [r for r in results if r and r["elapsed_s"] > 0]
+    last = min(done, key=lambda r: r["elapsed_s"])
+    return (last["global_step"] - last["first_global_step"]) / last["elapsed_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Training steps/s, nbdist vs TF")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-tf", action="store_true", help="skip real TensorFlow")
+    parser.add_argument("--steps", type=int, default=600)
+    args = parser.parse_args()
+    libs = ["nbdist"] + ([] if args.no_tf else ["tf"])
+    for mode in ("async", "sync"):
+        for round_ in range(args.rounds):
+            line = [f"{mode:5s} round {round_ + 1}:"]
+            rates = {}
+            for lib in libs:  # interleaved, so both see the same load
+                results = run_once(mode, lib, args.steps if mode == "async" else args.steps // 3)
+                rates[lib] = steps_per_s(mode, results)
+                unit = "total steps/s" if mode == "async" else "global steps/s"
+                hung = sum(r is None for r in results)
+                line.append(
+                    f"{lib} {rates[lib]:7.1f} {unit}" + (f" ({hung} worker(s) hung, killed)" if hung else "")
+                )
+            if "tf" in rates:
+                line.append(f"ratio {rates['nbdist'] / rates['tf']:.2f}x")
+            print("  ".join(line), flush=True)
+            time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()
