@@ -312,3 +312,23 @@ def test_a_cluster_made_on_a_short_lived_thread_survives_it():
         assert all(alive(p) for p in c.pids.values())
     finally:
         c.stop()
+
+
+@pytest.mark.slow
+def test_after_stop_the_status_says_stopped_not_not_started(cluster):
+    cluster.stop()
+    rows = cluster.status()
+    assert [(r["alive"], r["error"]) for r in rows] == [(False, "stopped")] * 2
+    assert "no: stopped" in cluster_lib.status_text(rows, cluster)
+
+
+@pytest.mark.slow
+def test_restart_drops_this_threads_channels_to_the_old_processes(cluster):
+    from nbdist.runtime import transport
+
+    address = cluster.cluster_spec.task_address("local", 0)
+    old = transport.channel_to(address, "/job:local/task:0", cluster.key)
+    cluster.restart()
+    assert old.socket.closed  # a channel to the old process would report its lost connection
+    assert transport.channel_to(address, "/job:local/task:0", cluster.key) is not old
+    assert all(r["alive"] for r in cluster.status())

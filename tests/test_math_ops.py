@@ -145,3 +145,24 @@ def test_cast_converts_dtype():
     y = tf.cast(tf.constant([1.7, -2.2]), tf.int32)
     assert y.dtype == tf.int32
     np.testing.assert_array_equal(_run(y), [1, -2])
+
+
+def test_a_raw_realdiv_of_integers_is_an_error_not_a_floor_division():
+    from nbdist.ops import registry
+
+    x = tf.constant(np.array([7, 3], np.int32))
+    op = registry.make_op("RealDiv", [x, x], name="raw_div")
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"RealDiv op 'raw_div' is not defined for int32"
+    ):
+        _run(op.outputs[0])
+
+
+def test_integer_division_is_true_division_and_floordiv_floors():
+    i = tf.constant(np.array([7, -7], np.int64))
+    got = _run([tf.divide(i, 2), i / 2, 7 / i, i // 2, tf.floordiv(i, 2)])
+    assert [g.dtype for g in got] == [np.float64, np.float64, np.float64, np.int64, np.int64]
+    np.testing.assert_array_equal(got[0], [3.5, -3.5])
+    np.testing.assert_array_equal(got[2], [1.0, -1.0])
+    np.testing.assert_array_equal(got[3], [3, -4])
+    assert tf.truediv(tf.constant(np.int16(3)), tf.constant(np.int16(2))).dtype == tf.float32

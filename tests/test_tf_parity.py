@@ -169,3 +169,35 @@ def test_optimizer_state_has_tensorflows_names(tf1):
             return sorted(v.op.name for v in optimizer.variables()), optimizer.get_slot_names()
 
     assert names(tf) == names(tf1)
+
+
+def _division(t):
+    i, j = t.constant(np.array([7, -7, 3], np.int32)), t.constant(np.array([2, 2, 4], np.int32))
+    small = t.constant(np.array([7, 3], np.int8))
+    return [t.divide(i, j), t.truediv(i, j), i / j, i // j, t.floordiv(i, j), small / small], t.no_op()
+
+
+def test_integer_division_gives_floats_like_tensorflow(tf1):
+    ours, theirs = _run(tf, _division), _run(tf1, _division)
+    assert [a.dtype for a in ours] == [b.dtype for b in theirs]
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_colocation_groups_of_nested_scopes_match_tensorflow(tf1):
+    def groups(t):
+        g = t.Graph()
+        with g.as_default():
+            a, b = t.constant(1.0, name="a"), t.constant(2.0, name="b")
+            with t.colocate_with(a):
+                with t.colocate_with(b):
+                    c = t.identity(a, name="c")
+                with t.colocate_with(b, ignore_existing=True):
+                    d = t.identity(a, name="d")
+                e = t.identity(a, name="e")
+        return [
+            sorted(x if isinstance(x, str) else x.decode() for x in op.colocation_groups())
+            for op in (c.op, d.op, e.op)
+        ]
+
+    assert groups(tf) == groups(tf1) == [["loc:@a", "loc:@b"], ["loc:@b"], ["loc:@a"]]

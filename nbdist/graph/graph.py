@@ -398,14 +398,19 @@ class Graph:
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
-        """Ops created inside are placed with `op` (a Tensor, Operation or variable)."""
+        """Ops created inside are placed with `op` (a Tensor, Operation or variable).
+
+        Scopes nest as in TF: an op made inside several is colocated with all of them (its
+        ``_class`` lists every group) and takes the innermost device. ``ignore_existing=True``
+        drops the enclosing colocation scopes; ``op=None`` clears them.
+        """
         if op is None:
-            self._colocation_stack.append(None)
+            self._colocation_stack.append((None, True))
         else:
             op = graph_element(op)
             if isinstance(op, Tensor):
                 op = op.op
-            self._colocation_stack.append(op)
+            self._colocation_stack.append((op, bool(ignore_existing)))
         old_devices = None
         if op is not None:
             old_devices = list(self._device_stack)
@@ -441,6 +446,16 @@ class Graph:
             yield
         finally:
             self._attr_stack.pop()
+
+    def _colocation_ops(self):
+        """The ops of the active colocation scopes, innermost first (up to a reset)."""
+        ops = []
+        for op, ignore_existing in reversed(self._colocation_stack):
+            if op is not None:
+                ops.append(op)
+            if ignore_existing:
+                break
+        return ops
 
     # -- control dependencies ----------------------------------------------------------------
     @contextlib.contextmanager
@@ -503,10 +518,10 @@ class Graph:
             for level in self._control_stack:
                 deps.extend(c for c in level if c not in input_ops and c not in deps)
             op = Operation(self, op_type, name, inputs, output_specs, attrs, deps)
-            coloc = self._colocation_stack[-1] if self._colocation_stack else None
-            if coloc is not None:
-                op._set_attr("_class", coloc.colocation_groups())
-                op._set_device(coloc.device)
+            coloc = self._colocation_ops()
+            if coloc:
+                op._set_attr("_class", sorted({g for c in coloc for g in c.colocation_groups()}))
+                op._set_device(next((c.device for c in coloc if c.device), coloc[0].device))
             else:
                 self._apply_device_functions(op)
             self._ops.append(op)

@@ -166,6 +166,7 @@ class LocalCluster:
         self._lock = threading.RLock()
         self._view = None
         self.running = False
+        self._was_started = False  # "stopped" rather than "not started" in the status
         self._saved_key_env = os.environ.get(wire.KEY_ENV)
         _clusters.add(self)
         self.start()
@@ -212,7 +213,7 @@ class LocalCluster:
                 self._tasks.clear()
                 self._restore_key_env()
                 raise
-            self.running = True
+            self.running = self._was_started = True
             _current.append(weakref.ref(self))
             events_lib.activate(self.events)
             self.ready_s = time.monotonic() - started
@@ -242,6 +243,16 @@ class LocalCluster:
 
         Idempotent. The event stream stops collecting; its history stays readable.
         """
+        was_running = self._stop_tasks()
+        if was_running:
+            self._restore_key_env()
+        if self.events is not None:
+            self.events.close()
+
+    def _stop_tasks(self):
+        """What `stop` and `restart` share: ends the processes, drops this thread's channels
+        to them, leaves the event stream open but inactive, shows the final status.
+        Returns whether the cluster was running."""
         with self._lock:
             tasks = list(self._tasks.values())
             self._tasks.clear()
@@ -254,9 +265,7 @@ class LocalCluster:
             view.finish(self)
         if was_running:
             events_lib.deactivate(self.events)
-            self._restore_key_env()
-        if self.events is not None:
-            self.events.close()
+        return was_running
 
     def _restore_key_env(self):
         if os.environ.get(wire.KEY_ENV) != self.key.hex():
@@ -282,15 +291,7 @@ class LocalCluster:
 
     def restart(self):
         """Stops every task and starts them again at the same addresses, with the same key."""
-        with self._lock:
-            tasks = list(self._tasks.values())
-            self._tasks.clear()
-            self.running = False
-        self._terminate(tasks)
-        events_lib.deactivate(self.events)
-        view, self._view = self._view, None
-        if view is not None:
-            view.finish(self)
+        self._stop_tasks()
         return self.start()
 
     def _task(self, job, index):
@@ -364,7 +365,7 @@ class LocalCluster:
             if task is not None and not task.alive:
                 row["error"] = f"process exited with code {task.proc.returncode}"
             elif task is None and is_local_host(parse_address(address)[0]):
-                row["error"] = "not started" if not self.running else "stopped"
+                row["error"] = "stopped" if self._was_started else "not started"
             rows.append(row)
         self._ask_status([r for r in rows if "error" not in r])
         return rows

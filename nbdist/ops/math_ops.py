@@ -82,8 +82,9 @@ def _broadcast_to_like_grad(op, grad):
     return [sum_to_shape(grad, op.inputs[0]), None]
 
 
-for _t in ("Add", "Sub", "Mul", "RealDiv", "Pow", "Maximum", "Minimum", "SquaredDifference"):
+for _t in ("Add", "Sub", "Mul", "RealDiv", "FloorDiv", "Pow", "Maximum", "Minimum", "SquaredDifference"):
     registry.shape(_t)(_binary_shape)
+registry.no_gradient("FloorDiv")  # as in TF: a floor has no useful gradient
 for _t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
     registry.shape(_t)(_bool_binary_shape)
     registry.no_gradient(_t)
@@ -91,6 +92,7 @@ for _t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
 registry.kernel("Add")(lambda ctx, node, x, y: np.add(x, y))
 registry.kernel("Sub")(lambda ctx, node, x, y: np.subtract(x, y))
 registry.kernel("Mul")(lambda ctx, node, x, y: np.multiply(x, y))
+registry.kernel("FloorDiv")(lambda ctx, node, x, y: np.floor_divide(x, y))
 registry.kernel("Maximum")(lambda ctx, node, x, y: np.maximum(x, y))
 registry.kernel("Minimum")(lambda ctx, node, x, y: np.minimum(x, y))
 registry.kernel("SquaredDifference")(lambda ctx, node, x, y: np.square(x - y))
@@ -104,8 +106,14 @@ registry.kernel("GreaterEqual")(lambda ctx, node, x, y: np.greater_equal(x, y))
 
 @registry.kernel("RealDiv")
 def _div_kernel(ctx, node, x, y):
-    if np.issubdtype(np.asarray(x).dtype, np.integer):
-        return np.floor_divide(x, y)
+    dtype = np.asarray(x).dtype
+    if not np.issubdtype(dtype, np.floating):  # TF registers RealDiv for floats only
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"RealDiv op {node.name!r} is not defined for {dtype} inputs (it would floor-divide); "
+            "use tf.divide / tf.truediv (integers give floats) or tf.cast the inputs",
+        )
     return np.divide(x, y)
 
 
@@ -178,8 +186,33 @@ def multiply(x, y, name=None):
     return _binary("Mul", x, y, name)
 
 
+# TF's truediv: integers become floats first (small ints float32, 32/64-bit ints float64).
+_TRUEDIV_FLOAT = {
+    _dtypes.int8: _dtypes.float32,
+    _dtypes.uint8: _dtypes.float32,
+    _dtypes.int16: _dtypes.float32,
+    _dtypes.int32: _dtypes.float64,
+    _dtypes.int64: _dtypes.float64,
+}
+
+
+def truediv(x, y, name=None):
+    """``x / y`` elementwise, always a float division (integer inputs give floats, as in TF)."""
+    x, y = convert_n([x, y])
+    target = _TRUEDIV_FLOAT.get(x.dtype)
+    if target is not None and x.dtype == y.dtype:
+        x, y = cast(x, target), cast(y, target)
+    return registry.make_op("RealDiv", [x, y], name=name).outputs[0]
+
+
 def divide(x, y, name=None):
-    return _binary("RealDiv", x, y, name)
+    """``x / y`` elementwise (TF 1.x: `truediv`; integers give floats)."""
+    return truediv(x, y, name)
+
+
+def floordiv(x, y, name=None):
+    """``x // y`` elementwise: the floor of the quotient, in the inputs' dtype (TF's floordiv)."""
+    return _binary("FloorDiv", x, y, name)
 
 
 def pow(x, y, name=None):  # noqa: A001 - TF's public name tf.pow
@@ -568,8 +601,8 @@ def _install_operators():
         ("add", add),
         ("sub", subtract),
         ("mul", multiply),
-        ("truediv", divide),
-        ("div", divide),
+        ("truediv", truediv),
+        ("floordiv", floordiv),
         ("pow", pow),
         ("matmul", matmul),
     ):

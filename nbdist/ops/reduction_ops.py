@@ -149,7 +149,7 @@ def _mean_grad(op, grad):
     if x.shape.is_fully_defined() and y.shape.is_fully_defined():
         factor = constant(x.shape.num_elements() // max(y.shape.num_elements(), 1), dtype=grad.dtype)
     else:
-        factor = math_ops.cast(size(x) / math_ops.maximum(size(y), 1), grad.dtype)
+        factor = math_ops.cast(math_ops.floordiv(size(x), math_ops.maximum(size(y), 1)), grad.dtype)
     return [_sum_grad(op, grad)[0] / factor, None]
 
 

@@ -14,6 +14,7 @@ from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor, register_tensor_conversion_function
+from nbdist.ops.control_flow_ops import group
 
 # -- VariableV2: reading ---------------------------------------------------------------------
 registry.declare("VariableV2", creates="variable", stateful=True)
@@ -280,6 +281,8 @@ for _dunder in [
     "__rmul__",
     "__truediv__",
     "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
     "__pow__",
     "__rpow__",
     "__matmul__",
@@ -318,8 +321,6 @@ def trainable_variables(scope=None):
 
 def variables_initializer(var_list, name="init"):
     """One op that runs the initializers of `var_list`."""
-    from nbdist.ops.control_flow_ops import group  # noqa: PLC0415 - avoid an import cycle
-
     return group(*[v.initializer for v in var_list], name=name)
 
 
