@@ -130,7 +130,8 @@ def test_monitored_training_recovers_from_a_ps_restart(procs, tmp_path):
     # Training resumed from the checkpoint's step: not from 0, not from where the ps died.
     assert k >= 30 and _steps(before)
     assert k <= _steps(after)[0] <= k + 10, (k, _steps(after)[:5])  # the read may precede the increment
-    assert max(_steps(after) + _steps(procs.text("w1"))) >= last_step
+    # The printed step is read before that run's increment (nbdist's copy-on-write snapshot).
+    assert max(_steps(after) + _steps(procs.text("w1"))) >= last_step - 1
     assert _latest_step(ckpt) >= last_step  # the chief's CheckpointSaverHook.end saved the last step
     ps2 = procs.procs["ps2"][0]
     ps2.send_signal(signal.SIGTERM)

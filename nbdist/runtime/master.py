@@ -353,7 +353,7 @@ class _Step:
         for cancel in self.cancels:
             cancel()
         m.abort_step(self, f"step {self.step_id} aborted because another task failed: {type(error).__name__}")
-        self.responder.fail(error)
+        self.responder.fail(_restarted_task_error(self.session, error))
 
     def _on_timeout(self):
         waiting = sorted(self.waiting)
@@ -365,6 +365,25 @@ class _Step:
                 f"of {waiting}",
             )
         )
+
+
+def _restarted_task_error(session, error):
+    """A worker that lost our partitions (it restarted) aborts the step, as in TF.
+
+    The session's cached plans are dropped, so the next step registers its partitions
+    again; `AbortedError` is what `MonitoredTrainingSession` and `SessionManager` recover
+    from (re-create the session, restore the latest checkpoint).
+    """
+    if not (isinstance(error, errors.FailedPreconditionError) and "is not registered on" in error.message):
+        return error
+    with session.lock:
+        session.steps.clear()
+    return errors.AbortedError(
+        error.node_def,
+        None,
+        f"{error.message}\nThe step was aborted and the session's partitions will be registered again "
+        "on the next run.",
+    )
 
 
 def _cancel_running(session):
