@@ -131,3 +131,41 @@ class ServerProcs:
                 proc.wait()
             for f in (proc.stdout, proc.stderr):
                 f.close()
+
+
+def run_worker_scripts(script, procs, args, timeout_s=180):
+    """Runs `script` once per worker task of `procs` as that worker's client process
+    (``--existing_servers --job_name=worker --task_index=i`` plus `args`), waits for every
+    one within `timeout_s`, requires exit status 0 and no traceback, and returns each
+    worker's last stdout line as JSON. Leftover processes are killed by PID."""
+    cluster = procs.cluster
+    common = [
+        f"--ps_hosts={','.join(cluster['ps'])}",
+        f"--worker_hosts={','.join(cluster['worker'])}",
+        "--existing_servers",
+        "--job_name=worker",
+        *args,
+    ]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, script, *common, f"--task_index={i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(len(cluster["worker"]))
+    ]
+    deadline = time.monotonic() + timeout_s
+    results = []
+    try:
+        for i, w in enumerate(workers):
+            out, err = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            assert w.returncode == 0, f"worker {i} exited {w.returncode}:\n{err[-4000:]}"
+            assert "Traceback" not in err, err[-4000:]
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.communicate()
+    return results

@@ -5,16 +5,13 @@ way TF 1.x tutorials write it: `replica_device_setter`, a chief that initializes
 waiting until the model is ready) against server processes on 127.0.0.1.
 """
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import REPO, ServerProcs, cluster_dict
+from procs import REPO, ServerProcs, cluster_dict, run_worker_scripts
 
 SCRIPT = str(Path(REPO) / "examples" / "async_linear_regression.py")
 
@@ -34,40 +31,8 @@ def _final_global_step(procs):
             return int(sess.run(gs))
 
 
-def _run_workers(procs, steps, extra=()):
-    cluster = procs.cluster
-    args = [
-        "--ps_hosts",
-        ",".join(cluster["ps"]),
-        "--worker_hosts",
-        ",".join(cluster["worker"]),
-        "--existing_servers",
-        "--job_name=worker",
-        f"--train_steps={steps}",
-        *extra,
-    ]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, SCRIPT, *args, f"--task_index={i}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(len(cluster["worker"]))
-    ]
-    results = []
-    try:
-        for i, w in enumerate(workers):
-            out, err = w.communicate(timeout=180)
-            assert w.returncode == 0, f"worker {i} exited {w.returncode}:\n{err[-4000:]}"
-            assert "Traceback" not in err, err[-4000:]
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.communicate()
-    return results
+def _run_workers(procs, steps):
+    return run_worker_scripts(SCRIPT, procs, [f"--train_steps={steps}"])
 
 
 def test_a_control_edge_from_another_task_is_waited_for():

@@ -6,54 +6,20 @@ hook, `StopAtStepHook`). TF's non-chief workers hang on the token queue after th
 last step; here every worker must exit with status 0, within a bound.
 """
 
-import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import nbdist as tf
-from procs import REPO, ServerProcs, cluster_dict
+from procs import REPO, ServerProcs, cluster_dict, run_worker_scripts
 
 SCRIPT = str(Path(REPO) / "examples" / "sync_replicas_training.py")
 EXIT_BOUND_S = 120  # generous for a loaded 2-core machine; the point is "not never"
 
 
 def _train(procs, replicas_to_aggregate, steps):
-    cluster = procs.cluster
-    args = [
-        f"--ps_hosts={','.join(cluster['ps'])}",
-        f"--worker_hosts={','.join(cluster['worker'])}",
-        "--existing_servers",
-        "--job_name=worker",
-        f"--replicas_to_aggregate={replicas_to_aggregate}",
-        f"--train_steps={steps}",
-    ]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, SCRIPT, *args, f"--task_index={i}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(len(cluster["worker"]))
-    ]
-    started = time.monotonic()
-    results = []
-    try:
-        for i, w in enumerate(workers):
-            out, err = w.communicate(timeout=max(1.0, EXIT_BOUND_S - (time.monotonic() - started)))
-            assert w.returncode == 0, f"worker {i} exited {w.returncode}:\n{err[-4000:]}"
-            assert "Traceback" not in err, err[-4000:]
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.communicate()
-    return results
+    args = [f"--replicas_to_aggregate={replicas_to_aggregate}", f"--train_steps={steps}"]
+    return run_worker_scripts(SCRIPT, procs, args, timeout_s=EXIT_BOUND_S)
 
 
 def _ps_counts(procs):
