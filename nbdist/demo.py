@@ -13,6 +13,9 @@ Two ways to replicate the training (``--mode``):
 - ``async``: between-graph replication. Every worker task runs its own client in its own process
   (the cell-execution path of ``%%dtf_worker``): it builds its own graph with the same variables
   on the ps, and applies its gradients as soon as it has them, without waiting for the others.
+- ``sync``: the same clients, with ``tf.train.SyncReplicasOptimizer`` in a
+  ``MonitoredTrainingSession``: every global step averages the gradients of
+  ``workers - backup_workers`` replicas; the late ones (backup workers) are dropped and counted.
 
 Also ``python -m nbdist demo`` and ``python -m nbdist.demo``.
 """
@@ -93,14 +96,22 @@ def build_in_graph(n_workers, n_ps, learning_rate=0.05, seed=0):
     return {"towers": towers, "train_op": train_op, "global_step": global_step, "params": params}
 
 
-def build_replica(task_index, n_ps, learning_rate=0.05, seed=0, graph=None):
-    """Between-graph replication: the graph one worker's own client builds (its tower and its update)."""
+def build_replica(task_index, n_ps, learning_rate=0.05, seed=0, graph=None, sync=None):
+    """Between-graph replication: the graph one worker's own client builds (its tower and its update).
+
+    `sync` is ``(replicas_to_aggregate, total_num_replicas)`` for synchronous training.
+    """
     graph = graph or tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
         params, global_step = _variables(n_ps)
         tower = _tower(params, task_index)
-        train_op = tf.train.AdamOptimizer(learning_rate).minimize(tower["loss"], global_step=global_step)
+        opt = tf.train.AdamOptimizer(learning_rate)
+        if sync is not None:
+            opt = tf.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=sync[0], total_num_replicas=sync[1]
+            )
+        train_op = opt.minimize(tower["loss"], global_step=global_step)
         init = tf.global_variables_initializer()
     return {
         "towers": [tower],
@@ -109,6 +120,7 @@ def build_replica(task_index, n_ps, learning_rate=0.05, seed=0, graph=None):
         "params": params,
         "init": init,
         "graph": graph,
+        "optimizer": opt,
     }
 
 
@@ -184,6 +196,39 @@ def async_worker(server, task_index, n_ps, steps, batch, seed):
     return local_step
 
 
+def sync_worker(server, task_index, n_ps, steps, batch, seed, aggregate, total):
+    """One worker's client in synchronous training (runs in the worker task's process).
+
+    A `MonitoredTrainingSession` with the SyncReplicasOptimizer's hook and a `StopAtStepHook`:
+    the chief initialises and runs the queue runner that applies the averaged gradients; when
+    it stops it closes the token queue, and every other worker stops cleanly. Each step
+    reports its loss and whether this worker's gradient was dropped (it came too late).
+    Returns the number of steps this worker ran.
+    """
+    data, labels = spirals(300, seed=seed)
+    model = build_replica(task_index, n_ps, seed=seed, sync=(aggregate, total))
+    rng = np.random.RandomState(seed + 1 + task_index)
+    tower, global_step = model["towers"][0], model["global_step"]
+    with model["graph"].as_default():
+        dropped = tf.train.staleness.dropped_of(model["train_op"])
+        hooks = [
+            model["optimizer"].make_session_run_hook(task_index == 0),
+            tf.train.StopAtStepHook(last_step=steps),
+        ]
+        local_step = 0
+        with tf.train.MonitoredTrainingSession(
+            master=server.target, is_chief=task_index == 0, hooks=hooks
+        ) as sess:
+            while not sess.should_stop():
+                _, loss, step, lost = sess.run(
+                    [model["train_op"], tower["loss"], global_step, dropped],
+                    _feed([tower], data, labels, rng, batch),
+                )
+                local_step += 1
+                tf.report(step=int(step), loss=float(loss), local_step=local_step, dropped=int(lost))
+    return local_step
+
+
 def _wait_until_initialized(sess, variables, task_index):
     deadline = time.monotonic() + INIT_WAIT_S
     while True:
@@ -202,10 +247,23 @@ def _wait_until_initialized(sess, variables, task_index):
 
 
 def train_async(cluster, args, data, labels, progress):
+    return _between_graph(cluster, args, data, labels, progress, "async_worker", [])
+
+
+def train_sync(cluster, args, data, labels, progress):
+    if args.backup_workers >= args.workers:
+        raise SystemExit(
+            f"--backup-workers {args.backup_workers}: must be fewer than --workers {args.workers}"
+        )
+    extra = [args.workers - args.backup_workers, args.workers]
+    return _between_graph(cluster, args, data, labels, progress, "sync_worker", extra)
+
+
+def _between_graph(cluster, args, data, labels, progress, worker_fn, extra):
     unsubscribe = cluster.events.subscribe(progress.event)
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(args.workers)]
-    call = json.dumps([args.ps, args.steps, args.batch, args.seed])
-    code = f"from nbdist import demo\ndemo.async_worker(server, task_index, *{call})"
+    call = json.dumps([args.ps, args.steps, args.batch, args.seed, *extra])
+    code = f"from nbdist import demo\ndemo.{worker_fn}(server, task_index, *{call})"
     try:
         results = task_exec.run_cell(tasks, code, cluster.key, streams=progress.streams)
     finally:
@@ -234,7 +292,7 @@ def _traced_step(sess, model, data, labels, rng, batch):
     return md, float(sess.run(tower["accuracy"], {tower["x"]: data, tower["y"]: labels}))
 
 
-MODES = {"in-graph": train_in_graph, "async": train_async}
+MODES = {"in-graph": train_in_graph, "async": train_async, "sync": train_sync}
 
 
 # -- progress ---------------------------------------------------------------------------------------------
@@ -320,7 +378,15 @@ def parser(prog="nbdist demo"):
         choices=list(MODES),
         default="in-graph",
         help="in-graph: one client, a tower per worker, gradients averaged on the ps; "
-        "async: between-graph, each worker its own client applying its own gradients (default: %(default)s)",
+        "async: between-graph, each worker its own client applying its own gradients; "
+        "sync: between-graph with SyncReplicasOptimizer (default: %(default)s)",
+    )
+    p.add_argument(
+        "--backup-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="sync only: this many workers are backups, their late gradients dropped (default: %(default)s)",
     )
     p.add_argument(
         "--workers", type=_positive, default=2, metavar="N", help="worker tasks (default: %(default)s)"
@@ -429,6 +495,8 @@ def _write_report(args, argv, md, progress, elapsed, accuracy, cluster):
     what = {
         "in-graph": "in-graph replication: one client, one tower per worker, gradients averaged on the ps",
         "async": "between-graph replication, asynchronous: each worker task its own client",
+        "sync": f"between-graph replication, synchronous (SyncReplicasOptimizer, "
+        f"{args.workers - args.backup_workers} of {args.workers} gradients per step)",
     }[args.mode]
     facts = {
         "mode": what,
@@ -441,6 +509,8 @@ def _write_report(args, argv, md, progress, elapsed, accuracy, cluster):
             "in-graph": "the one client's step: every tower, the averaging and the update",
             "async": "worker 0's graph (each worker's client builds its own), run once more from "
             "this process after training",
+            "sync": "worker 0's forward and backward pass with a plain (asynchronous) update, run "
+            "once more from this process after training (a synchronous step needs every replica)",
         }[args.mode],
         "options": " ".join(argv) or "(the defaults)",
     }

@@ -23,7 +23,17 @@ import pytest
 from nbdist import demo
 from procs import REPO, wait_gone
 
-OPTIONS = ["--mode", "--workers", "--ps", "--steps", "--batch", "--seed", "--report", "--no-report"]
+OPTIONS = [
+    "--mode",
+    "--backup-workers",
+    "--workers",
+    "--ps",
+    "--steps",
+    "--batch",
+    "--seed",
+    "--report",
+    "--no-report",
+]
 
 
 def server_children():
@@ -77,7 +87,7 @@ def test_help_describes_every_option_in_plain_text():
         rest = re.sub(r"^\s*--[\w-]+( [A-Z{]\S*)?", "", lines[i]).strip() or lines[i + 1].strip()
         assert len(rest) > 10, f"{option} has no help text: {lines[i]!r}"
     assert "``" not in text and ":class:" not in text and "::" not in text  # no raw reStructuredText
-    assert "{in-graph,async}" in text  # sync comes with SyncReplicasOptimizer
+    assert "{in-graph,async,sync}" in text
 
 
 def test_the_step_rate_is_measured_over_more_than_one_step():
@@ -157,6 +167,17 @@ def test_the_report_copied_alone_has_everything_in_it(in_graph_run, tmp_path):
     loss = text.split('class="nbdist-picture nbdist-loss">', 1)[1].split("</svg>", 1)[0]
     assert loss.count('id="line2d_') >= 3  # a curve per replica and the global step
     assert "nbdist-placement-table" in text and "RunStep" in text
+
+
+@pytest.mark.slow
+def test_sync_demo_with_a_backup_worker_trains_and_every_worker_stops(tmp_path):
+    args = ["--mode", "sync", "--workers", "3", "--backup-workers", "1", "--steps", "60"]
+    code, text = run_demo([*args, "--report", str(tmp_path / "s.html")], tmp_path)
+    assert code == 0, text
+    per_worker = dict(re.findall(r"(worker:\d) (\d+)", text.split("steps per worker:", 1)[1].splitlines()[0]))
+    assert set(per_worker) == {"worker:0", "worker:1", "worker:2"}
+    assert re.search(r"sync: trained (5\d|6\d) global steps", text), text[-600:]
+    assert "SyncReplicasOptimizer, 2 of 3 gradients per step" in (tmp_path / "s.html").read_text()
 
 
 @pytest.mark.slow
