@@ -186,13 +186,15 @@ def async_worker(server, task_index, n_ps, steps, batch, seed):
         if task_index == 0:
             sess.run(model["init"])
         _wait_until_initialized(sess, model["params"] + [global_step], task_index)
+        stale = tf.train.staleness.of(model["train_op"])  # other updates that landed meanwhile
         local_step, step = 0, 0
         while step < steps:
-            _, loss, step = sess.run(
-                [model["train_op"], tower["loss"], global_step], _feed([tower], data, labels, rng, batch)
+            _, loss, step, staleness = sess.run(
+                [model["train_op"], tower["loss"], global_step, stale],
+                _feed([tower], data, labels, rng, batch),
             )
             local_step += 1
-            tf.report(step=int(step), loss=float(loss), local_step=local_step)
+            tf.report(step=int(step), loss=float(loss), local_step=local_step, staleness=int(staleness))
     return local_step
 
 
