@@ -141,6 +141,9 @@ class LocalCluster:
             tasks whose host is this machine's loopback are started, others only connected to.
         key: the cluster key (bytes or hex string; default: 32 random bytes).
         ready_timeout_s: how long every task may take to start.
+        delays_ms: ``{(job, index): milliseconds}``: make those tasks stragglers (each waits
+            that long before every piece of a step it runs), to watch staleness and backup
+            workers at work.
 
     Raises:
         ValueError: no jobs, both `jobs` and `spec`, or a count that is not a positive int.
@@ -153,8 +156,10 @@ class LocalCluster:
         cluster.stop()
     """
 
-    def __init__(self, spec=None, key=None, ready_timeout_s=READY_TIMEOUT_S, **jobs):
+    def __init__(self, spec=None, key=None, ready_timeout_s=READY_TIMEOUT_S, delays_ms=None, **jobs):
         self.cluster_spec = _make_spec(spec, jobs)
+        # Stragglers on purpose: {(job, index): ms} each task waits before every partition.
+        self.delays_ms = {(str(j), int(i)): float(ms) for (j, i), ms in (delays_ms or {}).items()}
         self.key = _make_key(key)
         self.ready_timeout_s = float(ready_timeout_s)
         self.ready_s = None  # how long the last start took
@@ -186,6 +191,7 @@ class LocalCluster:
             "--parent-pid",
             str(os.getpid()),
             "--exec",
+            f"--delay-ms={self.delays_ms.get((job, index), 0)}",
         ]
 
     def local_tasks(self):
