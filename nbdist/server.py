@@ -8,7 +8,7 @@ The cluster key comes from ``$NBDIST_CLUSTER_KEY`` (hex). SIGTERM or SIGINT stop
 cleanly; with ``--parent-pid`` it also exits when that process dies (no orphans).
 Prints one line ``nbdist-server ready <task> <address> pid=<pid>`` once it serves.
 
-``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.notebook.task_exec`; needs a cluster
+``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.task.exec_service`; needs a cluster
 key), run on this process's main thread. With ``$NBDIST_EVENTS`` set (``tcp://127.0.0.1:port``
 of a notebook's collector) the task pushes heartbeats and `nbdist.report` metrics there.
 """
@@ -102,10 +102,11 @@ def _serve(server, with_exec):
     shutdown = _Shutdown
     service = None
     if with_exec:
-        from nbdist.notebook import task_exec  # noqa: PLC0415 - only tasks that run cells load it
+        import nbdist  # noqa: PLC0415 - the facade cells see as `tf`
+        from nbdist.task import exec_service  # noqa: PLC0415 - only tasks that run cells load it
 
-        service = task_exec.install(server)
-        shutdown = task_exec.Shutdown
+        service = exec_service.install(server, tf=nbdist)
+        shutdown = exec_service.Shutdown
     stopping = []
 
     def on_signal(signum, frame):
@@ -120,7 +121,7 @@ def _serve(server, with_exec):
         task = Task(server.server_def["job_name"], server.server_def["task_index"]).name
         os.environ["NBDIST_TASK"] = task
         if os.environ.get("NBDIST_EVENTS"):
-            from nbdist.notebook import events  # noqa: PLC0415 - only tasks of a notebook's cluster
+            from nbdist.task import events  # noqa: PLC0415 - only tasks of a notebook's cluster
 
             events.start_task_publisher(task)
         print(f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()}", flush=True)

@@ -13,6 +13,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.notebook import cluster as cluster_lib
+from nbdist.notebook import render
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import REPO, alive, free_port, wait_gone
@@ -70,15 +71,15 @@ def test_status_text_lists_every_task():
             "error": "stopped",
         },
     ]
-    text = cluster_lib.status_text(rows)
+    text = render.status_text(rows)
     assert "ps      0      localhost:1  12   yes (0.5 s ago)  2 MB  2    1 (8 B)" in text
     assert "worker  0      localhost:2  -    no: stopped" in text
 
 
 def test_status_html_has_a_row_per_task():
     rows = [{"job": "ps", "index": 0, "address": "a:1", "pid": 1, "alive": False, "error": "<gone>"}]
-    assert cluster_lib.status_html(rows).count("<tr") == 2
-    assert "&lt;gone&gt;" in cluster_lib.status_html(rows)
+    assert render.status_html(rows).count("<tr") == 2
+    assert "&lt;gone&gt;" in render.status_html(rows)
 
 
 # ---------------------------------------------------------------- real processes
@@ -319,7 +320,7 @@ def test_after_stop_the_status_says_stopped_not_not_started(cluster):
     cluster.stop()
     rows = cluster.status()
     assert [(r["alive"], r["error"]) for r in rows] == [(False, "stopped")] * 2
-    assert "no: stopped" in cluster_lib.status_text(rows, cluster)
+    assert "no: stopped" in render.status_text(rows, cluster)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Tests for nbdist/notebook/task_exec.py: the per-task Exec service and the notebook's client.
+"""Tests for nbdist/task/exec_service.py (the per-task Exec service) and nbdist/notebook/task_exec.py (its client).
 
 The service tests run cells in real ``python -m nbdist.server --exec`` processes (a
 `LocalCluster`); the pure helpers (last-expression rule, error typing, prefixing) run here.
@@ -21,6 +21,7 @@ import nbdist
 from nbdist import errors
 from nbdist.notebook import task_exec
 from nbdist.runtime import transport
+from nbdist.task import exec_service
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import REPO, free_port
@@ -59,26 +60,26 @@ def run(cluster, tasks, code, **kwargs):
 
 
 def test_last_expression_is_returned():
-    assert task_exec._execute("x = 2\nx * 3", "<t>", {}) == 6
+    assert exec_service._execute("x = 2\nx * 3", "<t>", {}) == 6
 
 
 def test_a_trailing_semicolon_hides_the_last_value():
-    assert task_exec._execute("x = 2\nx * 3;", "<t>", {}) is None
+    assert exec_service._execute("x = 2\nx * 3;", "<t>", {}) is None
 
 
 def test_a_statement_last_returns_none():
     ns = {}
-    assert task_exec._execute("y = 1", "<t>", ns) is None
+    assert exec_service._execute("y = 1", "<t>", ns) is None
     assert ns["y"] == 1
 
 
 def test_plain_values_travel_and_others_come_back_as_repr():
-    assert task_exec._result_body({"a": [1, 2.5, "s"]}) == {
+    assert exec_service._result_body({"a": [1, 2.5, "s"]}) == {
         "repr": "{'a': [1, 2.5, 's']}",
         "value": {"a": [1, 2.5, "s"]},
     }
-    assert "value" in task_exec._result_body(np.ones(3))
-    assert task_exec._result_body(object) == {"repr": "<class 'object'>"}
+    assert "value" in exec_service._result_body(np.ones(3))
+    assert exec_service._result_body(object) == {"repr": "<class 'object'>"}
 
 
 def test_remote_error_is_typed_after_a_builtin():

@@ -23,7 +23,6 @@ metrics, output) to `LocalCluster.events`.
 import atexit
 import collections
 import contextlib
-import html
 import os
 import selectors
 import signal
@@ -39,6 +38,7 @@ from pathlib import Path
 from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.notebook import events as events_lib
+from nbdist.notebook import render
 from nbdist.runtime import transport, wire
 from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
 
@@ -404,8 +404,10 @@ class LocalCluster:
         refreshed every `refresh_s` by a background thread while the cluster runs; None
         when ipywidgets cannot be imported."""
         if self._view is None:
+            from nbdist.notebook.widgets.cluster_status import ClusterStatusView  # noqa: PLC0415 - widgets on use
+
             try:
-                self._view = _StatusView(self, refresh_s)
+                self._view = ClusterStatusView(self, refresh_s)
             except ImportError:
                 return None
         return self._view.widget
@@ -420,7 +422,7 @@ class LocalCluster:
         """The cluster's one rich display: the live status widget in a Jupyter kernel, with the
         status as an HTML table and as a text table for frontends without widgets."""
         rows = self.status()
-        bundle = {"text/plain": status_text(rows, self), "text/html": status_html(rows, self)}
+        bundle = {"text/plain": render.status_text(rows, self), "text/html": render.status_html(rows, self)}
         widget = self.status_view() if _in_kernel() else None
         if widget is not None:
             bundle.update((k, v) for k, v in (widget._repr_mimebundle_() or {}).items() if k != "text/plain")
@@ -434,94 +436,6 @@ def _in_kernel():
         return False
     shell = get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-class _StatusView:
-    """An `ipywidgets.HTML` table whose value a background thread rewrites (state only)."""
-
-    def __init__(self, cluster, refresh_s):
-        import ipywidgets  # noqa: PLC0415 - lazy: `import nbdist` stays light
-
-        self.widget = ipywidgets.HTML(value=status_html(cluster.status(), cluster))
-        self.widget.add_class("nbdist-cluster-status")
-        self._cluster = weakref.ref(cluster)
-        self._key = cluster.key
-        self._refresh_s = refresh_s
-        self._done = threading.Event()
-        threading.Thread(target=self._refresh, daemon=True, name="nbdist-status-view").start()
-
-    def _refresh(self):
-        addresses = set()
-        try:
-            while not self._done.wait(self._refresh_s):
-                cluster = self._cluster()
-                if cluster is None or not cluster.running:
-                    return
-                rows = cluster.status()
-                addresses.update(r["address"] for r in rows)
-                if not self._done.is_set():
-                    self.widget.value = status_html(rows, cluster)
-        finally:
-            for address in addresses:  # this thread's sockets
-                transport.drop_channel(address, self._key)
-
-    def finish(self, cluster):
-        """Stops refreshing and shows the final (stopped) state."""
-        self._done.set()
-        self.widget.value = status_html(cluster.status(), cluster)
-
-
-def _rss_text(row):
-    return f"{row['rss_bytes'] / 2**20:.0f} MB" if row.get("rss_bytes") else "-"
-
-
-def _summary(row):
-    """(alive text, ops count, variables text) of one status row."""
-    age = row.get("heartbeat_age_s")
-    alive = (
-        ("yes" + (f" ({age:.1f} s ago)" if age is not None else ""))
-        if row["alive"]
-        else f"no: {row.get('error', 'no answer')}"
-    )
-    ops = sum(row.get("ops_placed", {}).values()) if row["alive"] else "-"
-    variables = row.get("variables", {})
-    nbytes = sum(v.get("nbytes", 0) for v in variables.values())
-    var_text = f"{len(variables)} ({nbytes} B)" if row["alive"] else "-"
-    return alive, ops, var_text
-
-
-_COLUMNS = ("job", "index", "address", "pid", "alive", "RSS", "ops", "variables")
-
-
-def status_text(rows, cluster=None):
-    """The status rows as a plain-text table (for terminals and saved outputs)."""
-    table = [list(_COLUMNS)]
-    for r in rows:
-        alive, ops, var_text = _summary(r)
-        table.append(
-            [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
-        )
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
-    title = repr(cluster) if cluster is not None else "cluster"
-    return "\n".join([title, *lines])
-
-
-def status_html(rows, cluster=None):
-    """The status rows as an HTML table (the widget's value)."""
-    head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-    body = []
-    for r in rows:
-        alive, ops, var_text = _summary(r)
-        color = "#2a7" if r["alive"] else "#c33"
-        cells = [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
-        tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
-        body.append(f'<tr style="color:{color}">{tds}</tr>')
-    title = html.escape(repr(cluster)) if cluster is not None else "cluster"
-    return (
-        f"<div><b>{title}</b><table><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
 
 
 # -- input forms ---------------------------------------------------------------------------------

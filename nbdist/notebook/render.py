@@ -396,3 +396,57 @@ def _message_html(message, source):
         f'{message}<details open><summary>DOT source</summary><pre style="max-height:300px;overflow:auto;'
         f'font-size:11px">{html.escape(source)}</pre></details></div>'
     )
+
+
+# -- the cluster's status table (LocalCluster.status rows) -------------------------------------------
+def _rss_text(row):
+    return f"{row['rss_bytes'] / 2**20:.0f} MB" if row.get("rss_bytes") else "-"
+
+
+def _summary(row):
+    """(alive text, ops count, variables text) of one status row."""
+    age = row.get("heartbeat_age_s")
+    alive = (
+        ("yes" + (f" ({age:.1f} s ago)" if age is not None else ""))
+        if row["alive"]
+        else f"no: {row.get('error', 'no answer')}"
+    )
+    ops = sum(row.get("ops_placed", {}).values()) if row["alive"] else "-"
+    variables = row.get("variables", {})
+    nbytes = sum(v.get("nbytes", 0) for v in variables.values())
+    var_text = f"{len(variables)} ({nbytes} B)" if row["alive"] else "-"
+    return alive, ops, var_text
+
+
+_COLUMNS = ("job", "index", "address", "pid", "alive", "RSS", "ops", "variables")
+
+
+def status_text(rows, cluster=None):
+    """The status rows as a plain-text table (for terminals and saved outputs)."""
+    table = [list(_COLUMNS)]
+    for r in rows:
+        alive, ops, var_text = _summary(r)
+        table.append(
+            [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
+        )
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+    title = repr(cluster) if cluster is not None else "cluster"
+    return "\n".join([title, *lines])
+
+
+def status_html(rows, cluster=None):
+    """The status rows as an HTML table (the widget's value)."""
+    head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
+    body = []
+    for r in rows:
+        alive, ops, var_text = _summary(r)
+        color = "#2a7" if r["alive"] else "#c33"
+        cells = [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
+        tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+        body.append(f'<tr style="color:{color}">{tds}</tr>')
+    title = html.escape(repr(cluster)) if cluster is not None else "cluster"
+    return (
+        f"<div><b>{title}</b><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )

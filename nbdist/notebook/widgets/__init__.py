@@ -5,7 +5,8 @@ Each is an ipywidgets 8 composite in its own module, loaded on first use:
 - `show_graph` / `GraphView` (graph_view.py): requested or placed & partitioned graph;
 - `show_placement` / `PlacementView` (placement_view.py): which task holds what;
 - `show_timeline` / `TimelineView` (timeline.py): one traced step across tasks;
-- `Dashboard` (dashboard.py): live training metrics per replica.
+- `Dashboard` (dashboard.py): live training metrics per replica;
+- `ClusterStatusView` (cluster_status.py): a `LocalCluster`'s live status table.
 
 Data and drawing live in `nbdist.notebook.render` and `nbdist.notebook.trace`; the widgets
 only set widget state. Every view also carries a static SVG/PNG/HTML in its display

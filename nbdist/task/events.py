@@ -1,0 +1,215 @@
+"""Events from a task to the notebook: the publisher behind `report` (the task side).
+
+A task's process pushes its events (``metric`` from `report`, ``heartbeat`` once a second,
+``stream`` output, ``trace`` from `report_trace`) to the notebook's collector at
+``$NBDIST_EVENTS`` with a small send buffer and ``NOBLOCK``: when the notebook falls
+behind, events are dropped (and counted), so a slow notebook never blocks training. Events
+are signed with the cluster key. The event format and the collecting side (`EventStream`)
+are described in `nbdist.notebook.events`.
+"""
+
+import numbers
+import os
+import threading
+import time
+
+import numpy as np
+import zmq
+
+from nbdist.runtime import wire
+
+EVENTS_ENV = "NBDIST_EVENTS"
+TASK_ENV = "NBDIST_TASK"
+SEND_HWM = 1000  # events queued per task before new ones are dropped
+KINDS = ("metric", "heartbeat", "stream", "trace")
+
+
+class Publisher:
+    """A task's PUSH socket to the notebook's collector; never blocks, drops when full.
+
+    Args:
+        address: the collector's ``tcp://127.0.0.1:port``.
+        task: this task's name, e.g. ``/job:worker/task:0``.
+        key: the cluster key to sign with.
+    """
+
+    def __init__(self, address, task, key=None):
+        self.address = address
+        self.task = task
+        self._key = key
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.dropped = 0
+        self._socket = zmq.Context.instance().socket(zmq.PUSH)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
+        self._socket.connect(address)
+
+    def publish(self, event):
+        """Sends `event` (its ``task`` filled in) unless the buffer is full. Returns True if sent."""
+        event.setdefault("task", self.task)
+        frames = wire.encode("Event", 0, {"event": event}, self._key)
+        with self._lock:
+            if self._socket is None:
+                return False
+            try:
+                self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                self.dropped += 1
+                return False
+            self.sent += 1
+        return True
+
+    def close(self):
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close(linger=0)
+                self._socket = None
+
+
+_publisher = None
+_publisher_lock = threading.Lock()
+
+
+def start_task_publisher(task, address=None, key=None, heartbeat_s=1.0):
+    """Makes this process a task that pushes its events to the notebook at `address`.
+
+    Called by ``python -m nbdist.server`` when ``$NBDIST_EVENTS`` is set. Starts a
+    heartbeat thread (one ``heartbeat`` event every `heartbeat_s`).
+
+    Returns:
+        The `Publisher`, or None when no address is given or set.
+    """
+    global _publisher
+    address = address or os.environ.get(EVENTS_ENV)
+    if not address:
+        return None
+    with _publisher_lock:
+        if _publisher is None:
+            _publisher = Publisher(address, task, key if key is not None else wire.default_key())
+    if heartbeat_s:
+        threading.Thread(
+            target=_heartbeat, args=(_publisher, heartbeat_s), daemon=True, name="nbdist-heartbeat"
+        ).start()
+    return _publisher
+
+
+def _heartbeat(publisher, interval_s):
+    while publisher._socket is not None:
+        publisher.publish(
+            {"kind": "heartbeat", "task": publisher.task, "time": time.time(), "rss_bytes": rss_bytes()}
+        )
+        time.sleep(interval_s)
+
+
+def task_publisher():
+    """This process's `Publisher`: the started one, or one made from ``$NBDIST_EVENTS``
+    (a process started by a task inherits it), or None in the notebook."""
+    global _publisher
+    if _publisher is None and os.environ.get(EVENTS_ENV):
+        with _publisher_lock:
+            if _publisher is None:
+                task = os.environ.get(TASK_ENV) or f"pid:{os.getpid()}"
+                _publisher = Publisher(os.environ[EVENTS_ENV], task, wire.default_key())
+    return _publisher
+
+
+_local_sink = None  # where events go in a process that is not a task (the notebook's stream)
+
+
+def set_local_sink(sink):
+    """Where `publish` delivers in a process with no publisher: ``sink(event)``.
+
+    The notebook layer sets its current `EventStream` here when it is imported, so this
+    layer never imports the notebook.
+    """
+    global _local_sink
+    _local_sink = sink
+
+
+def publish(event):
+    """Sends `event` to the notebook: pushed from a task, published directly in the notebook.
+
+    Returns:
+        True if it was sent (False: dropped, the buffer was full or nothing receives events).
+    """
+    publisher = task_publisher()
+    if publisher is not None:
+        return publisher.publish(event)
+    event.setdefault("task", "notebook")
+    if _local_sink is None:
+        return False
+    _local_sink(event)
+    return True
+
+
+def report(step=None, **metrics):
+    """Publishes metrics (e.g. the loss) to the notebook's event stream.
+
+    Works the same in a task's process (``%%dtf_worker`` cells) and in the notebook.
+    Never blocks: when the notebook falls behind, events are dropped.
+
+    Args:
+        step: the global step these values belong to (an int), or None.
+        **metrics: name -> a number (Python, numpy scalar or one-element array).
+
+    Returns:
+        True if the event was sent (False: dropped because the buffer was full).
+
+    Raises:
+        TypeError: if `step` is not an integer, or a metric is not a number (quoting it).
+        ValueError: if no metric is given.
+
+    Example::
+
+        tf.report(step=step, loss=loss_value, accuracy=acc)
+    """
+    if not metrics:
+        raise ValueError("report() needs at least one metric, e.g. tf.report(step=10, loss=0.25)")
+    if step is not None:
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+            raise TypeError(f"report(step=...) must be an integer or None, got {step!r}")
+        step = int(step)
+    values = {name: _as_float(name, value) for name, value in metrics.items()}
+    return publish({"kind": "metric", "step": step, "time": time.time(), "metrics": values})
+
+
+def _as_float(name, value):
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.item()
+    if not isinstance(value, (str, bytes, bool)):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"report() metric {name!r} must be a number (float, int, numpy scalar), got {value!r}")
+
+
+def report_trace(run_metadata, step=None):
+    """Publishes a traced step (a `tf.RunMetadata` filled with ``FULL_TRACE``) as a ``trace`` event.
+
+    Args:
+        run_metadata: the `tf.RunMetadata` passed to ``sess.run(..., run_metadata=md)``.
+        step: the step number to label it with, or None.
+    """
+    dev_stats = [
+        {"device": d.device, "node_stats": list(d.node_stats)} for d in run_metadata.step_stats.dev_stats
+    ]
+    return publish(
+        {
+            "kind": "trace",
+            "step": step,
+            "time": time.time(),
+            "dev_stats": dev_stats,
+            "service_calls": list(getattr(run_metadata, "service_calls", [])),
+        }
+    )
+
+
+def rss_bytes():
+    """Resident memory of this process in bytes (0 where /proc is not available)."""
+    try:
+        with open(f"/proc/{os.getpid()}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
