@@ -4,8 +4,6 @@ Recording only: every test checks the device an op *requests* (``op.device``), w
 what the master later completes and enforces. Scopes must merge exactly as TF 1.x's do.
 """
 
-import os
-
 import numpy as np
 import pytest
 
@@ -401,12 +399,8 @@ def test_seed_example_trains_in_a_local_session_ignoring_devices(graph):
 
 # -- parity with TensorFlow itself --------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tf1():
-    """TensorFlow's own TF 1.x API in graph mode with ref variables (as nbdist has)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    tensorflow = pytest.importorskip("tensorflow")
-    tensorflow.compat.v1.disable_v2_behavior()
-    return tensorflow.compat.v1
+def tf1(tf1_graph_mode):
+    return tf1_graph_mode
 
 
 def _nested_scopes_program(t):

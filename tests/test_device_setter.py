@@ -6,8 +6,6 @@ compare nbdist's table with TensorFlow's on every op both graphs have (all varia
 their reads and assigns, optimizer slots and the model's ops are in both).
 """
 
-import os
-
 import numpy as np
 import pytest
 
@@ -203,12 +201,8 @@ def test_the_placer_puts_setter_placed_variables_on_their_ps():
 
 # -- against real TensorFlow ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tf1():
-    """TF's own TF 1.x API in graph mode with ref variables (``VariableV2``, as nbdist has)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    tensorflow = pytest.importorskip("tensorflow")
-    tensorflow.compat.v1.disable_v2_behavior()
-    return tensorflow.compat.v1
+def tf1(tf1_graph_mode):
+    return tf1_graph_mode
 
 
 @pytest.mark.tf

@@ -5,7 +5,6 @@ ps process: a dequeue that waits there does not stall the server, closing the se
 it, and a deadline names the queue.
 """
 
-import os
 import threading
 import time
 
@@ -246,11 +245,8 @@ def test_accumulator_checks_the_gradient_shape(graph):
 
 # -- against real TensorFlow -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tf1():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    tensorflow = pytest.importorskip("tensorflow")
-    tensorflow.compat.v1.disable_v2_behavior()
-    return tensorflow.compat.v1
+def tf1(tf1_graph_mode):
+    return tf1_graph_mode
 
 
 def _queue_program(lib):

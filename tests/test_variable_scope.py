@@ -1,7 +1,5 @@
 """`tf.variable_scope`, `tf.get_variable`, initializers and partitioners (checked against real TF)."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -239,11 +237,8 @@ def test_partitioners_match_tensorflow(tf1, shape, dtype, make):
 
 # -- against real TensorFlow ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tf1():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    tensorflow = pytest.importorskip("tensorflow")
-    tensorflow.compat.v1.disable_v2_behavior()
-    return tensorflow.compat.v1
+def tf1(tf1_graph_mode):
+    return tf1_graph_mode
 
 
 def _scoped_model(lib):
