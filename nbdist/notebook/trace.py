@@ -26,6 +26,7 @@ from nbdist.notebook.graph_model import (
 )
 
 SERVICE_LANES = ("master service", "worker service")
+_RESOURCE_COLORS = {"queue": "#1b7f79", "accumulator": "#6a3d9a"}
 _SERVICE_COLORS = {
     "RunStep": "#4d4d4d",
     "RunGraph": "#7f7f7f",
@@ -35,10 +36,17 @@ _SERVICE_COLORS = {
 
 
 def _dev_stats(md):
-    """``[(device, node_stats, transfers, pid)]`` of a RunMetadata or a ``trace`` event dict."""
+    """``[(device, node_stats, transfers, pid, resource_events)]`` of a RunMetadata or a
+    ``trace`` event dict."""
     if isinstance(md, dict):
         return [
-            (d["device"], d.get("node_stats", []), d.get("transfers", []), d.get("pid"))
+            (
+                d["device"],
+                d.get("node_stats", []),
+                d.get("transfers", []),
+                d.get("pid"),
+                d.get("resource_events", []),
+            )
             for d in md.get("dev_stats", [])
         ]
     if not hasattr(md, "step_stats"):
@@ -46,7 +54,13 @@ def _dev_stats(md):
             f"expected a traced tf.RunMetadata (or a 'trace' event dict), got {type(md).__name__}"
         )
     return [
-        (d.device, d.node_stats, getattr(d, "transfers", None) or [], getattr(d, "pid", None))
+        (
+            d.device,
+            d.node_stats,
+            getattr(d, "transfers", None) or [],
+            getattr(d, "pid", None),
+            getattr(d, "resource_events", None) or [],
+        )
         for d in md.step_stats.dev_stats
     ]
 
@@ -75,9 +89,10 @@ def step_events(md):
             "trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md"
         )
     spans, by_node, pids, sides = [], {}, {}, {}
-    for device, node_stats, transfers, pid in stats:
+    for device, node_stats, transfers, pid, resource_events in stats:
         task = task_label(device)
         pids[task] = pid
+        spans.extend(_resource_span(task, r) for r in resource_events)
         for s in node_stats:
             span = {
                 "task": task,
@@ -107,9 +122,58 @@ def step_events(md):
             }
         )
     flows = _flows(sides, by_node)
+    own = [s["start_s"] for s in spans if s["cat"] != RESOURCE_CAT]
+    if own:  # another step's wait on a queue may have begun long before this step: clip it
+        for span in spans:
+            if span["start_s"] < min(own) <= span["end_s"]:
+                span["args"]["began"] = f"{(min(own) - span['start_s']) * 1e3:.1f} ms before this step"
+                span["start_s"] = min(own)
     t0 = min(s["start_s"] for s in spans) if spans else 0.0
     tasks = sorted({s["task"] for s in spans}, key=task_sort_key)
     return {"t0": t0, "tasks": tasks, "pids": pids, "spans": spans, "flows": flows}
+
+
+# What an op does to a queue or an accumulator, in a word (the bar's label).
+_RESOURCE_VERBS = {
+    "QueueEnqueueV2": "enqueue",
+    "QueueEnqueueManyV2": "enqueue_many",
+    "QueueDequeueV2": "dequeue",
+    "QueueDequeueManyV2": "dequeue_many",
+    "QueueDequeueUpToV2": "dequeue_up_to",
+    "QueueSizeV2": "size",
+    "QueueIsClosedV2": "is_closed",
+    "QueueCloseV2": "close",
+    "AccumulatorApplyGradient": "apply_grad",
+    "AccumulatorTakeGradient": "take_grad",
+    "AccumulatorNumAccumulated": "num_accumulated",
+    "AccumulatorNumDropped": "num_dropped",
+    "AccumulatorSetGlobalStep": "set_global_step",
+    "AccumulatorClose": "close",
+}
+RESOURCE_CAT = "resource"
+
+
+def _resource_span(task, r):
+    """One op on a queue or accumulator, as a span on that resource's own lane of `task`."""
+    verb = _RESOURCE_VERBS.get(r["op"], r["op"])
+    if r["op"] == "AccumulatorApplyGradient" and r.get("result") is not None:
+        verb += " (accepted)" if r["result"] else " (dropped: stale)"
+    args = {
+        "op": r["op"],
+        "node": r["node_name"],
+        "step": "this step" if r.get("this_step") else "another step",
+    }
+    args.update(r.get("state") or {})
+    return {
+        "task": task,
+        "lane": f"{r['kind']} {r['resource']}",
+        "name": verb,
+        "cat": RESOURCE_CAT,
+        "start_s": r["start_s"],
+        "end_s": max(r["end_s"], r["start_s"]),
+        "args": args,
+        "this_step": bool(r.get("this_step")),
+    }
 
 
 def _flows(sides, by_node):
@@ -155,10 +219,14 @@ def pack_lanes(spans):
 
 
 def lanes(events):
-    """``[(task, lane name, [spans])]`` in display order, overlapping spans on extra rows."""
+    """``[(task, lane name, [spans])]`` in display order, overlapping spans on extra rows:
+    per task the service lanes, the ops, then one lane per queue or accumulator it holds."""
     out = []
     for task in events["tasks"]:
-        for lane in (*SERVICE_LANES, "ops"):
+        resources = sorted(
+            {s["lane"] for s in events["spans"] if s["task"] == task and s["cat"] == RESOURCE_CAT}
+        )
+        for lane in (*SERVICE_LANES, "ops", *resources):
             spans = [s for s in events["spans"] if s["task"] == task and s["lane"] == lane]
             for i, row in enumerate(pack_lanes(spans)):
                 out.append((task, lane if i == 0 else f"{lane} ({i + 1})", row))
@@ -264,6 +332,11 @@ def _span_style(span):
         ) else "#000"
     if span["cat"] in ("_Send", "_Recv"):
         return tint(TRANSFER_COLOR, 0.45), "#000"
+    if span["cat"] == RESOURCE_CAT:
+        # This step's own ops on the resource stand out; other steps' (other workers, the
+        # chief's queue runner) are paler: that is who this step waited for.
+        color = _RESOURCE_COLORS.get(span["lane"].split(" ", 1)[0], "#777777")
+        return (color, "#ffffff") if span.get("this_step") else (tint(color, 0.55), "#000")
     return task_color(span["task"]), "#000"
 
 
@@ -316,6 +389,13 @@ def timeline_svg(events, window_ms=None, width_px=1000):
         f'<text x="{_LABEL_PX}" y="{height - 6}" fill="#555">Grey: service calls — RunStep at the master, '
         "RegisterGraph (first step only) and RunGraph at each worker; coloured: ops on that task.</text>"
     )
+    if any(s["cat"] == RESOURCE_CAT for s in events["spans"]):
+        height += 16
+        legend += (
+            f'<text x="{_LABEL_PX}" y="{height - 6}" fill="#555">Queue and accumulator lanes: every op on '
+            "them while this step ran, dark for this step's own, pale for other steps' (other workers, "
+            "the chief's queue runner).</text>"
+        )
     return (
         '<svg xmlns="http://www.w3.org/2000/svg" class="nbdist-timeline-svg" '
         f'width="{_LABEL_PX + width_px + 10}" '
@@ -348,7 +428,7 @@ def _span_svg(span, x, y, t0, window_ms):
         f'<rect x="{x0:.1f}" y="{y + 2}" width="{w:.1f}" height="{_BAR_PX}" fill="{fill}" '
         'stroke="#555" stroke-width="0.4"/>'
     )
-    label = {"service": span["name"], "_Send": "Send", "_Recv": "Recv"}.get(
+    label = {"service": span["name"], "_Send": "Send", "_Recv": "Recv", RESOURCE_CAT: span["name"]}.get(
         span["cat"], span["name"].rsplit("/", 1)[-1]
     )
     if w > 6.5 * len(label) + 4:

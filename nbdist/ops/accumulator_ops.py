@@ -53,6 +53,13 @@ class AccumulatorResource:
             f"{self.time_step}, {self.dropped} stale dropped{state})"
         )
 
+    def snapshot(self):
+        """The state a timeline shows after each op on the accumulator."""
+        state = {"holds": self.count, "time_step": self.time_step, "dropped": self.dropped}
+        if self.closed:
+            state["closed"] = True
+        return state
+
     def closed_error(self, node):
         return errors.OutOfRangeError(
             node.name,
@@ -61,7 +68,9 @@ class AccumulatorResource:
         )
 
 
-ACCUMULATOR = registry.resource_kind("accumulator", AccumulatorResource, attrs=("dtype", "shape"))
+ACCUMULATOR = registry.resource_kind(
+    "accumulator", AccumulatorResource, attrs=("dtype", "shape"), watched=True
+)
 
 registry.declare("ConditionalAccumulator", creates="accumulator", stateful=True)
 registry.shape("ConditionalAccumulator")(lambda inputs, attrs: [(_dtypes.string, TensorShape(()))])

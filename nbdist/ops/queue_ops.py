@@ -56,6 +56,13 @@ class QueueResource:
         state = ", closed" if self.closed else ""
         return f"{self.kind_name()} {self.name!r} on {self.device} ({len(self.items)} elements, {cap}{state})"
 
+    def snapshot(self):
+        """The state a timeline shows after each op on the queue."""
+        state = {"size": len(self.items)}
+        if self.closed:
+            state["closed"] = True
+        return state
+
     # -- what blocking ops wait for (None: ready) -----------------------------------------------
     def room_for(self, n):
         if self.closed or self.capacity < 0 or len(self.items) + n <= self.capacity:
@@ -115,7 +122,7 @@ class QueueResource:
                 )
 
 
-QUEUE = registry.resource_kind("queue", QueueResource, attrs=("capacity", "component_types"))
+QUEUE = registry.resource_kind("queue", QueueResource, attrs=("capacity", "component_types"), watched=True)
 
 
 def _resource_shape(inputs, attrs):

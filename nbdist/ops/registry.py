@@ -110,7 +110,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     return d
 
 
-def resource_kind(name, factory, attrs=()):
+def resource_kind(name, factory, attrs=(), watched=False):
     """Declares a kind of resource; returns its `ResourceKind`.
 
     Args:
@@ -118,13 +118,16 @@ def resource_kind(name, factory, attrs=()):
             ``ref_inputs``.
         factory: ``factory(name, device, attrs) -> resource`` (see `ResourceKind`).
         attrs: attr names every creator node of this kind must carry.
+        watched: record every op on a resource of this kind in its task's activity log
+            (`ResourceManager.activity`), so a traced step's timeline shows the resource as a
+            lane; its resources then need a ``snapshot()`` method (a small dict of numbers).
 
     Raises:
         ValueError: the name is declared already.
     """
     if name in _KINDS:
         raise ValueError(f"resource kind {name!r} is already declared")
-    kind = _KINDS[name] = ResourceKind(name, factory, attrs)
+    kind = _KINDS[name] = ResourceKind(name, factory, attrs, watched)
     return kind
 
 

@@ -11,9 +11,12 @@ with `nbdist.ops.registry.resource_kind`; the executor hands a user op's ref inp
 resource of the kind that input names (`ResourceManager.resource`).
 """
 
+import collections
 import threading
 
 from nbdist import errors
+
+ACTIVITY_KEPT = 4096  # records of watched resource ops a task keeps (the newest)
 
 
 class VariableResource:
@@ -75,11 +78,13 @@ class ResourceKind:
             `attrs` the creator node's attrs (e.g. ``capacity``, ``component_types``).
         attrs: attr names every creator node of this kind must carry; a creator without
             one is an error naming the node and the missing attr.
+        watched: the executor records every op on a resource of this kind in the task's
+            activity log (`ResourceManager.record`); such resources have ``snapshot()``.
     """
 
-    __slots__ = ("name", "factory", "attrs")
+    __slots__ = ("name", "factory", "attrs", "watched")
 
-    def __init__(self, name, factory, attrs=()):
+    def __init__(self, name, factory, attrs=(), watched=False):
         if not isinstance(name, str) or not name:
             raise ValueError(f"a resource kind needs a non-empty name, got {name!r}")
         if not callable(factory):
@@ -87,6 +92,7 @@ class ResourceKind:
         self.name = name
         self.factory = factory
         self.attrs = tuple(attrs)
+        self.watched = bool(watched)
 
     def __repr__(self):
         return f"<ResourceKind {self.name!r}>"
@@ -110,6 +116,55 @@ class ResourceManager:
         # Notified whenever something a waiting step may wait for changed: a tensor arrived
         # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
         self.changed = threading.Condition()
+        # What happened to watched resources (queues, accumulators), newest last, from every
+        # step that ran here: a traced step's timeline shows who else touched them meanwhile.
+        self.activity = collections.deque(maxlen=ACTIVITY_KEPT)
+
+    def record(self, kind, resource, node, start_s, end_s, step_id, result=None):
+        """Logs one op on a watched resource (`time.perf_counter` times; cheap, never blocks).
+
+        Args:
+            kind: the resource's kind name (``"queue"``).
+            resource: the resource; its ``snapshot()`` (state after the op) is kept.
+            node: the op's `NodeDef`.
+            start_s, end_s: when the op started (first had to wait) and ended.
+            step_id: the step that ran it.
+            result: the op's scalar output when it says something (an accepted gradient).
+        """
+        self.activity.append(
+            (start_s, end_s, kind, resource.name, node.op, node.name, step_id, resource.snapshot(), result)
+        )
+
+    def activity_between(self, start_s, end_s, step_id=None, offset_s=0.0):
+        """The logged ops that overlap ``[start_s, end_s]``, oldest first, as a trace shows them.
+
+        Args:
+            start_s, end_s: the window (`time.perf_counter` seconds), e.g. a traced step's.
+            step_id: the traced step: its own ops get ``this_step: True``.
+            offset_s: added to every time (a worker's perf_counter -> wall clock offset).
+
+        Returns:
+            Dicts: kind, resource, op, node_name, start_s, end_s, step_id, this_step, state
+            (the resource after the op: a queue's size, an accumulator's count), result.
+        """
+        out = []
+        for start, end, kind, name, op, node_name, sid, state, result in list(self.activity):
+            if end >= start_s and start <= end_s:
+                out.append(
+                    {
+                        "kind": kind,
+                        "resource": name,
+                        "op": op,
+                        "node_name": node_name,
+                        "start_s": start + offset_s,
+                        "end_s": end + offset_s,
+                        "step_id": sid,
+                        "this_step": sid == step_id,
+                        "state": state,
+                        "result": result,
+                    }
+                )
+        return out
 
     def notify(self):
         """Wakes every step waiting on a resource of this manager (see the executor's wait)."""

@@ -77,6 +77,9 @@ class DeviceStepStats:
     def __init__(self, device):
         self.device = device
         self.node_stats = []  # dicts: node_name, op, start_s, end_s, [bytes, peer, key]
+        # Ops on this task's queues and accumulators during the step, from every step that ran
+        # here meanwhile (`ResourceManager.activity_between`): the timeline's resource lanes.
+        self.resource_events = []
 
 
 class RunMetadata:

@@ -62,9 +62,9 @@ class StepContext:
 
 
 class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "ready", "frees", "index", "controls")
+    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "ready", "frees", "index", "controls", "watch")
 
-    def __init__(self, node, kernel, inputs, out, n_out, ready, index, controls):
+    def __init__(self, node, kernel, inputs, out, n_out, ready, index, controls, watch=()):
         self.node = node
         self.index = index  # position in the plan (marks it done)
         self.controls = controls  # indices of the steps it must run after (control inputs)
@@ -74,6 +74,7 @@ class _Step:
         self.n_out = n_out
         self.ready = ready  # None, or ready(ctx, node, *args) -> None (ready) | what it waits for
         self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
+        self.watch = watch  # (argument position, kind name) of each watched resource it touches
 
 
 def _split_input(name):
@@ -128,11 +129,13 @@ class ExecutionPlan:
                     f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
                 )
             refs = {pos: (src, kind) for pos, src, kind in registry.ref_inputs(node)}
-            inputs = []
+            inputs, watch = [], ()
             for pos, inp in enumerate(node.data_inputs):
                 if pos in refs:
                     self._refs.append(_ref_resource(node, pos, *refs[pos], by_name))
                     inputs.append(-len(self._refs))
+                    if refs[pos][1].watched:
+                        watch += ((pos, refs[pos][1].name),)
                 else:
                     inputs.append(slot_of[_canon(inp)])
             base, n_out = n_slots, len(node.output)
@@ -140,7 +143,9 @@ class ExecutionPlan:
             for i in range(n_out):
                 slot_of.setdefault(f"{node.name}:{i}", base + i)
             controls = tuple(index_of[c] for c in node.control_inputs if c in index_of)
-            step = _Step(node, d.kernel, tuple(inputs), base, n_out, d.ready, len(self._steps), controls)
+            step = _Step(
+                node, d.kernel, tuple(inputs), base, n_out, d.ready, len(self._steps), controls, watch
+            )
             self._steps.append(step)
             index_of[node.name] = step.index
         self._n_slots = n_slots
@@ -176,7 +181,7 @@ class ExecutionPlan:
         for slot, value in zip(self._feed_slots, feed_values):
             vals[slot] = value
         trace = ctx.trace
-        waits = {} if trace is not None else None  # step index -> when it first had to wait
+        waits = {}  # step index -> when it first had to wait (a traced or watched op's span starts there)
         deferred = None
         done = [False] * len(self._steps)  # read only once a step was deferred (control edges)
         for step in self._steps:
@@ -234,9 +239,8 @@ class ExecutionPlan:
 
     @staticmethod
     def _note_wait(step, waits):
-        # Traced steps show a wait as the op's span: it starts when the op first had to wait.
-        if waits is not None:
-            waits.setdefault(step.index, time.perf_counter())
+        # A traced (or watched) op's span starts when the op first had to wait.
+        waits.setdefault(step.index, time.perf_counter())
 
     def _wait(self, ctx, waiting, vals):
         """Blocks until one of `waiting` is ready, the deadline passes or the step is aborted.
@@ -283,7 +287,9 @@ class ExecutionPlan:
     def _execute(self, step, ctx, vals, trace, waits=None):
         node = step.node
         args = self._args(step, ctx, vals)
-        start = 0.0 if trace is None else waits.pop(step.index, None) or time.perf_counter()
+        start = waits.pop(step.index, None) if waits else None
+        if start is None and (trace is not None or step.watch):
+            start = time.perf_counter()
         try:
             out = step.kernel(ctx, node, *args)
         except errors.OpError as e:
@@ -294,8 +300,11 @@ class ExecutionPlan:
                 None,
                 f"{type(e).__name__} in {node.op} op {node.name!r}: {e}{_where(node, ctx)}",
             ) from e
+        end = time.perf_counter() if trace is not None or step.watch else 0.0
         if trace is not None:
-            trace.append((node.name, node.op, start, time.perf_counter()))
+            trace.append((node.name, node.op, start, end))
+        for pos, kind in step.watch:
+            ctx.resources.record(kind, args[pos], node, start, end, ctx.step_id, _said(out, step.n_out))
         n = step.n_out
         if n == 1:
             vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) else np.asarray(out)
@@ -359,6 +368,13 @@ def _ref_resource(node, pos, src, kind, by_name):
             f"its input {creator.name!r} ({creator.op}) creates a {creates.name}",
         )
     return kind, creator
+
+
+def _said(out, n_out):
+    """A watched op's scalar result worth showing (an accepted flag, a size), else None."""
+    if n_out == 1 and getattr(out, "ndim", None) == 0 and out.dtype.kind in "biu":
+        return out.item()
+    return None
 
 
 def _canon(name):

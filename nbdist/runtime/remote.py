@@ -204,6 +204,7 @@ def _fill_metadata(run_metadata, meta):
             {"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in stats["ops"]
         ]
         dev.transfers = stats.get("transfers", [])
+        dev.resource_events = stats.get("resources", [])
         dev.pid = stats.get("pid")
         run_metadata.step_stats.dev_stats.append(dev)
     run_metadata.partition_graphs = [

@@ -62,6 +62,7 @@ class _LocalBackend:
         ctx = StepContext(self.resources, None, step_id, deadline, trace, LOCAL_DEVICE)
         with self._lock:
             self._running.add(ctx)
+        began = time.perf_counter()
         try:
             values = [_owned(v) for v in plan.run(ctx, list(feeds.values()))]
         finally:
@@ -70,6 +71,7 @@ class _LocalBackend:
         if tracing:
             stats = DeviceStepStats(LOCAL_DEVICE)
             stats.node_stats = [{"node_name": n, "op": op, "start_s": s, "end_s": e} for n, op, s, e in trace]
+            stats.resource_events = self.resources.activity_between(began, time.perf_counter(), step_id)
             run_metadata.step_stats.dev_stats.append(stats)
         return values
 

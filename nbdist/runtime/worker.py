@@ -117,6 +117,7 @@ class WorkerService:
             )
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ops = [] if trace else None
+        began = time.perf_counter()
         ctx = StepContext(
             self.resources,
             self.rendezvous,
@@ -142,6 +143,7 @@ class WorkerService:
                 "pid": os.getpid(),
                 "ops": [[n, op, s + offset, e + offset] for n, op, s, e in ops],
                 "transfers": transfers,
+                "resources": self.resources.activity_between(began, time.perf_counter(), step_id, offset),
             }
         return values, stats
 

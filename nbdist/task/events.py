@@ -193,7 +193,12 @@ def report_trace(run_metadata, step=None):
         step: the step number to label it with, or None.
     """
     dev_stats = [
-        {"device": d.device, "node_stats": list(d.node_stats)} for d in run_metadata.step_stats.dev_stats
+        {
+            "device": d.device,
+            "node_stats": list(d.node_stats),
+            "resource_events": list(getattr(d, "resource_events", [])),
+        }
+        for d in run_metadata.step_stats.dev_stats
     ]
     return publish(
         {
