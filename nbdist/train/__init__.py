@@ -2,6 +2,7 @@
 the distributed runtime's entry points."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.train import in_graph  # nbdist addition: tf.train.in_graph.replicate, average_gradients
 from nbdist.train.adam import AdamOptimizer
 from nbdist.train.basic_session_run_hooks import (
     CheckpointSaverHook,
