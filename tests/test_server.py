@@ -98,7 +98,7 @@ def test_signed_server_refuses_unsigned_requests():
         reply = wire.decode(sock.recv_multipart(), key)  # the refusal itself is signed
         assert reply["type"] == "Error" and "unsigned message refused" in reply["message"]
         assert reply["code"] == tf.errors.UNAUTHENTICATED
-        sock.send_multipart(wire.encode("Ping", 2, {}, key))
+        sock.send_multipart(wire.encode("Ping", 2, {}, key, wire.SenderStamp()))
         assert sock.poll(5000) and wire.decode(sock.recv_multipart(), key)["type"] == "Pong"
     finally:
         sock.close(linger=0)

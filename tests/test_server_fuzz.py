@@ -22,6 +22,7 @@ ODD_VALUES = [None, -1, 2**64 - 1, "x", b"\xff", [], {}, [1, "a"], {"a": 1}, 1.5
 
 def _valid_messages(rng, key, request_types):
     types = sorted([*request_types, "Nope"])
+    stamp = wire.SenderStamp()  # signed messages pass the replay guard and reach the handlers
     fields = [
         "handle",
         "graph_def",
@@ -51,7 +52,9 @@ def _valid_messages(rng, key, request_types):
         body = {f: ODD_VALUES[rng.integers(len(ODD_VALUES))] for f in rng.choice(fields, rng.integers(0, 6))}
         if kind == 1:
             body["tensor"] = np.zeros(int(rng.integers(0, 5)), np.float32)
-        frames = wire.encode(str(rng.choice(types)), i + 1, body, key)
+        frames = wire.encode(str(rng.choice(types)), i + 1, body, key, stamp)
+        if kind == 4 and rng.random() < 0.5:  # a replay of the message just sent
+            yield [bytes(f) if isinstance(f, memoryview) else f for f in frames]
         if kind == 2:  # flip a byte of the header
             head = bytearray(frames[1])
             head[rng.integers(len(head))] ^= 0xFF

@@ -63,7 +63,8 @@ class EventStream:
         self._subscribers = []
         self._history = collections.deque(maxlen=history_size)
         self._key = key
-        self.rejected = 0  # pushed messages that failed the signature or format check
+        self._replay_guard = wire.ReplayGuard()
+        self.rejected = 0  # pushed messages that failed the signature, replay or format check
         self.callback_errors = 0
         self.address = None
         self._socket = None
@@ -93,7 +94,7 @@ class EventStream:
             except zmq.ZMQError:
                 break
             try:
-                event = wire.decode(frames, self._key).get("event")
+                event = wire.decode(frames, self._key, self._replay_guard).get("event")
             except wire.WireError:
                 event = None
             if isinstance(event, dict) and event.get("kind") in KINDS:

@@ -90,6 +90,7 @@ class ServingLoop:
         self.task = task
         self._handle = handle
         self._key = key
+        self._replay_guard = wire.ReplayGuard()  # a captured signed request is refused later on
         self._inline = inline or (lambda msg: False)
         self.requests_served = 0
         self.malformed = 0
@@ -243,7 +244,7 @@ class ServingLoop:
     def _dispatch(self, frames):
         identity, payload = frames[0], frames[1:]
         try:
-            msg = wire.decode(payload, self._key)
+            msg = wire.decode(payload, self._key, self._replay_guard)
         except wire.WireError as e:
             self.malformed += 1
             self.send_reply(identity, "Error", wire.error_body(e, self.task), e.request_id)

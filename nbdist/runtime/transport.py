@@ -57,6 +57,7 @@ class Channel:
         self.address = address
         self.name = name or address
         self.key = key
+        self.stamp = wire.SenderStamp()  # this socket's requests arrive in order: one counter
         self.socket = context().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         if identity is not None:  # lets the peer's ROUTER address messages to this client
@@ -93,7 +94,7 @@ class Channel:
 
     def send(self, msg_type, body, request_id=None):
         request_id = request_id or next(_request_ids)
-        wire.send_frames(self.socket, wire.encode(msg_type, request_id, body, self.key))
+        wire.send_frames(self.socket, wire.encode(msg_type, request_id, body, self.key, self.stamp))
         return request_id
 
     def unavailable(self, waited_s, what):

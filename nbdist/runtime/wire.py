@@ -9,6 +9,13 @@ A message is ``[signature, header, *tensor_frames]``:
   travel inside the header as lists of bytes.
 - ``signature`` is HMAC-SHA256 over the header and every tensor frame when the cluster
   has a key (``b""`` otherwise). It is checked *before* anything is decoded.
+- ``"s": [epoch, seq, sent_ms]`` in a signed request's header is its *sender stamp*: each
+  sending channel (one ZeroMQ socket, so its messages arrive in order) has a random 64-bit
+  epoch and counts its messages. A `ReplayGuard` on the receiving side refuses a signed
+  request whose stamp is missing, not newer than the last one of its epoch, older than
+  `REPLAY_WINDOW_S`, or sent before the receiver started: a captured message replayed later
+  is refused even though its signature is valid. (ZeroMQ routing ids change on reconnect,
+  so they cannot be the sender's identity; the stamp is inside the signed header.)
 
 Decoding never runs code from the message: msgpack yields only plain data, and array
 frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BYTES`,
@@ -16,11 +23,14 @@ frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BY
 servers answer it with an error reply and keep serving.
 """
 
+import collections
 import functools
 import hashlib
 import hmac
 import math
 import os
+import threading
+import time
 
 import msgpack
 import numpy as np
@@ -36,6 +46,11 @@ _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
 _COPY_THRESHOLD = 65536  # smaller frames are copied: cheaper than zero-copy bookkeeping (pyzmq docs)
+# A signed request older than this is refused (so a receiver need remember each sender's last
+# stamp only this long); also the clock difference tolerated between hosts.
+REPLAY_WINDOW_S = float(os.environ.get("NBDIST_REPLAY_WINDOW_S", "300"))
+CLOCK_SKEW_S = float(os.environ.get("NBDIST_CLOCK_SKEW_S", "2"))
+MAX_SENDERS = 65536  # sender epochs a guard remembers at once (the oldest beyond the window go first)
 
 
 class WireError(ValueError):
@@ -71,13 +86,83 @@ def _sign(key, frames):
     return mac.digest()
 
 
-def encode(msg_type, request_id, body, key=None):
+class SenderStamp:
+    """The stamps of one ordered stream of requests (a channel): a random epoch and a counter."""
+
+    __slots__ = ("epoch", "_seq", "_lock")
+
+    def __init__(self):
+        self.epoch = int.from_bytes(os.urandom(8), "big") >> 1  # msgpack-friendly (< 2**63)
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def next(self):
+        with self._lock:
+            self._seq += 1
+            return [self.epoch, self._seq, int(time.time() * 1000)]
+
+
+class ReplayGuard:
+    """Refuses signed requests replayed from the past (see the module docstring).
+
+    Args:
+        started_s: when the receiver started (`time.time()`); requests stamped before it
+            (less the tolerated clock skew) are replays of messages to an earlier incarnation.
+    """
+
+    def __init__(self, started_s=None):
+        self.started_s = time.time() if started_s is None else started_s
+        self._last = collections.OrderedDict()  # epoch -> (last seq, last sent_ms), oldest first
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    def check(self, stamp, request_id=0):
+        """Accepts `stamp` (the header's ``"s"``) or raises `WireError` (UNAUTHENTICATED)."""
+        if not (isinstance(stamp, list) and len(stamp) == 3 and all(isinstance(x, int) for x in stamp)):
+            self._refuse("a signed request without a valid sender stamp (nbdist too old?)", request_id)
+        epoch, seq, sent_ms = stamp
+        now = time.time()
+        sent_s = sent_ms / 1000
+        if sent_s < now - REPLAY_WINDOW_S:
+            self._refuse(
+                f"a request sent {now - sent_s:.0f} s ago (more than $NBDIST_REPLAY_WINDOW_S="
+                f"{REPLAY_WINDOW_S:.0f} s): replayed, or the sender's clock is wrong",
+                request_id,
+            )
+        if sent_s < self.started_s - CLOCK_SKEW_S:
+            self._refuse("a request sent before this server started: a replay", request_id)
+        with self._lock:
+            last = self._last.get(epoch)
+            if last is not None and seq <= last[0]:
+                self.refused += 1
+                raise WireError(
+                    f"replayed message refused: sender {epoch:x} already sent #{seq} (last #{last[0]})",
+                    "UNAUTHENTICATED",
+                    request_id,
+                )
+            self._last[epoch] = (seq, sent_ms)
+            self._last.move_to_end(epoch)
+            while len(self._last) > MAX_SENDERS:  # forget the senders silent the longest...
+                oldest, (_, oldest_ms) = next(iter(self._last.items()))
+                if oldest_ms / 1000 >= now - REPLAY_WINDOW_S:
+                    break  # ...but never one whose messages could still be replayed in time
+                del self._last[oldest]
+
+    def _refuse(self, what, request_id):
+        with self._lock:
+            self.refused += 1
+        raise WireError(f"replayed message refused: {what}", "UNAUTHENTICATED", request_id)
+
+
+def encode(msg_type, request_id, body, key=None, stamp=None):
     """Frames for one message: ``[signature, header, *tensor_buffers]``.
 
     Args:
         msg_type: e.g. ``"RunGraph"``; request_id: int matching reply to request.
         body: a dict of plain data; numpy arrays may appear at any depth.
         key: the cluster key (bytes) to sign with, or None.
+        stamp: the `SenderStamp` of the sending channel: a signed request carries its next
+            stamp (replies, matched to their request by id, need none).
     """
     buffers = []
 
@@ -97,20 +182,28 @@ def encode(msg_type, request_id, body, key=None):
         raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
 
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
+    if key is not None and stamp is not None:
+        header["s"] = stamp.next()
     head = msgpack.packb(header, default=default, use_bin_type=True, strict_types=True)
     frames = [head, *[memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]]
     return [_sign(key, frames), *frames]
 
 
-def decode(frames, key=None):
+def decode(frames, key=None, guard=None):
     """The message of `frames` as a dict (``type``, ``id`` and body), arrays rebuilt in place.
 
     `frames` are bytes or `zmq.Frame`s (received with ``copy=False``: arrays then view
     the frame's memory, no copy).
 
+    Args:
+        frames: the message.
+        key: the cluster key its signature must verify with (None: unsigned cluster).
+        guard: a `ReplayGuard` (a server's requests): with a key, the message's sender
+            stamp must be new to it.
+
     Raises:
-        WireError: unsigned or badly signed (when `key` is set), wrong version,
-            too many/too large frames, or undecodable header.
+        WireError: unsigned or badly signed (when `key` is set), replayed (with `guard`),
+            wrong version, too many/too large frames, or undecodable header.
     """
     if len(frames) < 2:
         raise WireError(f"a message needs at least 2 frames (signature, header), got {len(frames)}")
@@ -165,6 +258,8 @@ def decode(frames, key=None):
         )
     if len(used) != len(tensors):
         raise WireError(f"{len(tensors) - len(used)} tensor frames are not referenced by the header")
+    if guard is not None and key is not None:
+        guard.check(msg.get("s"), msg.get("id", 0) if isinstance(msg.get("id"), int) else 0)
     return msg
 
 

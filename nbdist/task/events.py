@@ -37,6 +37,7 @@ class Publisher:
         self.address = address
         self.task = task
         self._key = key
+        self._stamp = wire.SenderStamp()
         self._lock = threading.Lock()
         self.sent = 0
         self.dropped = 0
@@ -48,8 +49,8 @@ class Publisher:
     def publish(self, event):
         """Sends `event` (its ``task`` filled in) unless the buffer is full. Returns True if sent."""
         event.setdefault("task", self.task)
-        frames = wire.encode("Event", 0, {"event": event}, self._key)
-        with self._lock:
+        with self._lock:  # stamped and sent in one go: the collector sees the stamps in order
+            frames = wire.encode("Event", 0, {"event": event}, self._key, self._stamp)
             if self._socket is None:
                 return False
             try:
