@@ -187,6 +187,28 @@ def test_step_timeout_names_the_recv_keys_still_awaited(two_tasks):
             two_tasks.kill("local", 1, signal.SIGCONT)
 
 
+def test_a_stopped_task_without_a_step_timeout_is_reported_by_heartbeats(two_tasks):
+    import signal
+
+    with tf.device("/job:local/task:1"):
+        slow = tf.constant(1.0, name="from_task_1") * 2.0
+    with tf.device("/job:local/task:0"):
+        out = slow + 1.0
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        assert sess.run(out) == 3.0
+        two_tasks.kill("local", 1, signal.SIGSTOP)  # no socket event: only heartbeats tell
+        try:
+            started = time.monotonic()
+            with pytest.raises(
+                tf.errors.UnavailableError,
+                match=r"/job:local/replica:0/task:1 at localhost:\d+ is unavailable: .*stopped answering heartbeats",
+            ):
+                sess.run(out)
+            assert time.monotonic() - started < 30  # the bound: heartbeat timeout (5 s) plus load
+        finally:
+            two_tasks.kill("local", 1, signal.SIGCONT)
+
+
 def test_device_filters_exclude_other_tasks(two_tasks):
     with tf.device("/job:local/task:1"):
         y = tf.constant(1.0) + 1.0

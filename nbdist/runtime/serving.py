@@ -99,6 +99,7 @@ class ServingLoop:
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.IPV6, 1)
         self._router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
+        transport.set_heartbeats(self._router)  # clients that stop answering are dropped
         # Sending to an identity that is not connected raises (instead of a silent drop), so
         # a worker knows whether it could deliver fetched tensors straight to a client.
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -407,7 +408,7 @@ class PeerChannels:
     def _on_connection_event(self, address, channel):
         channel.poll_events()
         if not channel.connected and channel.disconnected_at is not None:
-            self._fail(address, channel.unavailable(0.0, "the connection was lost"))
+            self._fail(address, channel.unavailable(0.0, transport.LOST))
 
     def _check_connected(self, address, since):
         channel = self._channels.get(address)

@@ -24,10 +24,29 @@ _local = threading.local()
 # How long a peer may take to accept a connection before it is reported unavailable
 # (a peer that drops an existing connection is reported at once). $NBDIST_CONNECT_TIMEOUT_S.
 CONNECT_TIMEOUT_S = float(os.environ.get("NBDIST_CONNECT_TIMEOUT_S", "5"))
+# A peer that stops answering ZeroMQ's own heartbeats (a SIGSTOPped process, a cut link: no
+# socket event says so) has its connection dropped after HEARTBEAT_TIMEOUT_S, which reports it
+# unavailable like a closed connection. $NBDIST_HEARTBEAT_S sets the interval (0: off).
+HEARTBEAT_S = float(os.environ.get("NBDIST_HEARTBEAT_S", "1"))
+HEARTBEAT_TIMEOUT_S = float(os.environ.get("NBDIST_HEARTBEAT_TIMEOUT_S", "5"))
 
 
 def context():
     return zmq.Context.instance()
+
+
+LOST = (
+    f"the connection was lost (its process exited, or stopped answering heartbeats for "
+    f"{HEARTBEAT_TIMEOUT_S:g} s)"
+)
+
+
+def set_heartbeats(socket):
+    """Makes `socket` ping its peers and drop a connection whose peer stops answering."""
+    if HEARTBEAT_S > 0:
+        socket.setsockopt(zmq.HEARTBEAT_IVL, int(HEARTBEAT_S * 1000))
+        socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(HEARTBEAT_TIMEOUT_S * 1000))
+        socket.setsockopt(zmq.HEARTBEAT_TTL, int(HEARTBEAT_TIMEOUT_S * 1000))
 
 
 def zmq_endpoint(address):
@@ -63,6 +82,7 @@ class Channel:
         if identity is not None:  # lets the peer's ROUTER address messages to this client
             self.socket.setsockopt(zmq.ROUTING_ID, identity)
         self.socket.setsockopt(zmq.IPV6, 1)
+        set_heartbeats(self.socket)
         self.monitor = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         self.connected = False
         self.disconnected_at = None
@@ -110,7 +130,7 @@ class Channel:
         self.poll_events()
         now = time.monotonic()
         if self.disconnected_at is not None and not self.connected:
-            raise self.unavailable(now - started, "the connection was lost")
+            raise self.unavailable(now - started, LOST)
         if not self.connected and now - max(started, self.created_at) > connect_timeout_s:
             raise self.unavailable(now - started, "no connection")
 
