@@ -1,5 +1,9 @@
 """The distributed runtime across real server processes on 127.0.0.1 (issue 3's checks)."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -9,7 +13,7 @@ import pytest
 import nbdist as tf
 from nbdist.runtime import transport, wire
 from nbdist.runtime.server import Server
-from procs import ServerProcs, cluster_dict
+from procs import REPO, ServerProcs, cluster_dict, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -207,6 +211,77 @@ def test_a_stopped_task_without_a_step_timeout_is_reported_by_heartbeats(two_tas
             assert time.monotonic() - started < 30  # the bound: heartbeat timeout (5 s) plus load
         finally:
             two_tasks.kill("local", 1, signal.SIGCONT)
+
+
+def test_a_new_session_to_a_task_that_died_fails_at_once(two_tasks):
+    with tf.device("/job:local/task:1"):
+        c = tf.constant(2.0) * 3.0
+    with tf.Session(two_tasks.target("local", 1)) as sess:
+        assert sess.run(c) == 6.0  # this process has reached task 1
+    two_tasks.kill("local", 1)
+    errors_seen = []
+
+    def new_session():  # a new thread: new channels, so no connection was ever seen to drop
+        try:
+            with tf.Session(two_tasks.target("local", 1)) as sess:
+                sess.run(c)
+        except tf.errors.UnavailableError as e:
+            errors_seen.append(e)
+
+    started = time.monotonic()
+    t = threading.Thread(target=new_session)
+    t.start()
+    t.join(timeout=30)
+    # Refused connections on one host show at once: the grace is 0.5 s, not the 5 s connect
+    # timeout (the bound here is for a loaded machine).
+    assert time.monotonic() - started < 4.0
+    (error,) = errors_seen
+    assert "the master at localhost:" in error.message
+    assert "connection refused (it was reachable before: its server is gone)" in error.message
+
+
+def test_a_task_that_starts_after_its_client_is_waited_for():
+    """TF programs start their processes in any order: a task never reached is given time."""
+    address = f"localhost:{free_port()}"
+    with tf.device("/job:local/task:0"):
+        c = tf.constant(2.0) * 3.0
+    result = {}
+
+    def run():
+        try:
+            with tf.Session(f"zmq://{address}") as sess:
+                result["value"] = sess.run(c)
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            result["error"] = e
+
+    client = threading.Thread(target=run, daemon=True)
+    client.start()
+    time.sleep(1.0)  # refused for a while: nothing listens yet
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nbdist.server",
+            "--cluster",
+            json.dumps({"local": [address]}),
+            "--job",
+            "local",
+            "--task",
+            "0",
+            "--parent-pid",
+            str(os.getpid()),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        client.join(timeout=30)
+        assert result == {"value": 6.0}, result
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_device_filters_exclude_other_tasks(two_tasks):

@@ -117,7 +117,7 @@ class RemoteBackend:
         self._workers = {}  # task device -> address, of every task but the master's
 
     def _channel(self):
-        return transport.channel_to(self.address, f"master at {self.address}", self._key)
+        return transport.channel_to(self.address, "the master", self._key)
 
     def _timeout_s(self, options):
         ms = (

@@ -361,9 +361,7 @@ class PeerChannels:
         channel = self.channel(address, name)
         channel.poll_events()
         if channel.disconnected_at is not None and not channel.connected:
-            on_error(
-                channel.unavailable(time.monotonic() - channel.disconnected_at, "the connection was lost")
-            )
+            on_error(channel.unavailable(time.monotonic() - channel.disconnected_at, transport.LOST))
             return None
         request_id = channel.send(msg_type, body)
         self._inflight[(address, request_id)] = (on_reply, on_error)
@@ -409,6 +407,19 @@ class PeerChannels:
         channel.poll_events()
         if not channel.connected and channel.disconnected_at is not None:
             self._fail(address, channel.unavailable(0.0, transport.LOST))
+        elif channel.refused_since is not None:
+            since = channel.refused_since
+            self._loop.call_later(
+                transport.REFUSED_GRACE_S + 0.01, lambda: self._check_refused(address, since)
+            )
+
+    def _check_refused(self, address, since):
+        channel = self._channels.get(address)
+        if channel is not None:
+            channel.poll_events()
+            error = channel.refused(since)
+            if error is not None:
+                self._fail(address, error)
 
     def _check_connected(self, address, since):
         channel = self._channels.get(address)

@@ -35,6 +35,11 @@ def context():
     return zmq.Context.instance()
 
 
+# A peer this process reached before whose port now refuses connections has no server any
+# more (it died, or is restarting): reported after this grace instead of CONNECT_TIMEOUT_S.
+# A peer never reached may simply not have started yet (TF programs start in any order).
+REFUSED_GRACE_S = float(os.environ.get("NBDIST_REFUSED_GRACE_S", "0.5"))
+_reached = set()  # addresses this process has been connected to
 LOST = (
     f"the connection was lost (its process exited, or stopped answering heartbeats for "
     f"{HEARTBEAT_TIMEOUT_S:g} s)"
@@ -83,9 +88,12 @@ class Channel:
             self.socket.setsockopt(zmq.ROUTING_ID, identity)
         self.socket.setsockopt(zmq.IPV6, 1)
         set_heartbeats(self.socket)
-        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self.monitor = self.socket.get_monitor_socket(
+            zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+        )
         self.connected = False
         self.disconnected_at = None
+        self.refused_since = None  # first refused attempt since the last connection
         self.created_at = time.monotonic()
         self.socket.connect(zmq_endpoint(address))
 
@@ -108,9 +116,12 @@ class Channel:
         while self.monitor.poll(0):
             event = parse_monitor_message(self.monitor.recv_multipart())["event"]
             if event == zmq.EVENT_CONNECTED:
-                self.connected, self.disconnected_at = True, None
+                self.connected, self.disconnected_at, self.refused_since = True, None, None
+                _reached.add(self.address)
             elif event == zmq.EVENT_DISCONNECTED:
                 self.connected, self.disconnected_at = False, time.monotonic()
+            elif event == zmq.EVENT_CONNECT_RETRIED and self.refused_since is None:
+                self.refused_since = time.monotonic()
 
     def send(self, msg_type, body, request_id=None):
         request_id = request_id or next(_request_ids)
@@ -125,12 +136,27 @@ class Channel:
             "is its server running? (check the task's process / %dtf_cluster status)",
         )
 
+    def refused(self, started):
+        """`UnavailableError` if a peer reached before has refused connections for longer
+        than `REFUSED_GRACE_S` (its server is gone: on one host that shows at once), else None."""
+        if self.connected or self.refused_since is None or self.address not in _reached:
+            return None
+        now = time.monotonic()
+        if now - self.refused_since <= REFUSED_GRACE_S:
+            return None
+        return self.unavailable(
+            now - started, "connection refused (it was reachable before: its server is gone)"
+        )
+
     def check_alive(self, started, connect_timeout_s):
         """Raises `UnavailableError` if the peer dropped, or never connected in time."""
         self.poll_events()
         now = time.monotonic()
         if self.disconnected_at is not None and not self.connected:
             raise self.unavailable(now - started, LOST)
+        refused = self.refused(started)
+        if refused is not None:
+            raise refused
         if not self.connected and now - max(started, self.created_at) > connect_timeout_s:
             raise self.unavailable(now - started, "no connection")
 
