@@ -223,15 +223,6 @@ def test_monitored_session_recreates_itself_on_aborted(tmp_path, caplog):
     assert values == [1, 2, 3, 4, 5, 5, 6, 7, 8]
 
 
-def test_summary_saver_hook_does_nothing_without_summaries(tmp_path):
-    step = tf.train.get_or_create_global_step()
-    inc = tf.assign_add(step, 1)
-    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_summaries_steps=1) as sess:
-        sess.run(inc)
-        sess.run(inc)
-    assert not list(tmp_path.glob("events.*"))
-
-
 def test_singular_monitored_session_gives_the_raw_session():
     v = tf.Variable(3.0)
     with tf.train.SingularMonitoredSession() as sess:

@@ -16,6 +16,7 @@ does not drain its queue on flush).
 """
 
 import itertools
+import logging
 import os
 import threading
 import time
@@ -26,6 +27,7 @@ from nbdist.graph.graph import get_default_graph
 from nbdist.ops import summary_protos
 from nbdist.summary.graph_proto import graph_def_proto
 
+_log = logging.getLogger("nbdist")
 _file_numbers = itertools.count()
 
 
@@ -234,3 +236,36 @@ class FileWriterCache:
             for writer in FileWriterCache._cache.values():
                 writer.close()
             FileWriterCache._cache = {}
+
+
+_warned_dirs = set()
+
+
+def default_writer(logdir):
+    """The cached writer the standard hooks and the Supervisor write to, as TF's do — or None
+    when the ``[summary]`` extra is not installed (logged once per directory), so training
+    without summaries never needs it.
+    """
+    if not summary_protos.available():
+        if logdir not in _warned_dirs:
+            _warned_dirs.add(logdir)
+            _log.info(
+                "No event file is written to %s (the graph, global_step/sec): the summary extra is "
+                "not installed (%s).",
+                logdir,
+                summary_protos.INSTALL_HINT,
+            )
+        return None
+    return FileWriterCache.get(logdir)
+
+
+def scalar_summary(tag, value):
+    """A ``Summary`` protobuf holding one scalar (what the step counters write)."""
+    pb = summary_protos.load()
+    return pb.Summary(value=[pb.Summary.Value(tag=tag, simple_value=float(value))])
+
+
+def session_log(status):
+    """A ``SessionLog`` protobuf: `status` is ``"START"``, ``"STOP"`` or ``"CHECKPOINT"``."""
+    pb = summary_protos.load()
+    return pb.SessionLog(status=getattr(pb.SessionLog, status))
