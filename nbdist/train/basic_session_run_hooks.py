@@ -149,8 +149,9 @@ class LoggingTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs ``global_step/sec: N`` every N steps or seconds and writes it to the event file of
-    `output_dir` (or `summary_writer`), where TensorBoard plots it, as TF does.
+    """Logs ``global_step/sec: N`` every N steps or seconds and writes it to an event file.
+
+    The file is `output_dir`'s (or `summary_writer`'s), where TensorBoard plots it, as in TF.
 
     Without the ``[summary]`` extra it only logs (see `nbdist.summary.writer.default_writer`).
     """
@@ -336,8 +337,9 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 class SummarySaverHook(SessionRunHook):
-    """Writes the summary op's output every N steps or seconds to the event file of
-    `output_dir` (or `summary_writer`), with a ``SessionLog.START`` at the first step.
+    """Writes the summary op's output every N steps or seconds to an event file.
+
+    The file is `output_dir`'s (or `summary_writer`'s); a ``SessionLog.START`` comes first.
 
     The writer is the directory's cached one (`tf.summary.FileWriterCache`), shared with the
     other hooks writing there. Without the ``[summary]`` extra a graph has no summary ops
