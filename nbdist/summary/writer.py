@@ -10,16 +10,18 @@ sharing a filesystem, a writer reopened in the same second) never truncate each 
 file. Records are TF's framing (length, masked CRC-32C, data, masked CRC-32C) of ``Event``
 protobufs, written by tensorboardX's `EventsWriter` (the ``[summary]`` extra). Writes are
 synchronous into the file's buffer; the buffer reaches the disk on `flush`, every
-`max_queue` events, every `flush_secs` seconds (a background timer) and on `close` — so
-`flush` really means every event added so far is on disk (tensorboardX's own queued writer
-does not drain its queue on flush).
+`max_queue` events, every `flush_secs` seconds (a background timer), on `close` and at the
+process' exit — so `flush` really means every event added so far is on disk (tensorboardX's
+own queued writer does not drain its queue on flush).
 """
 
+import atexit
 import itertools
 import logging
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -29,6 +31,13 @@ from nbdist.summary.graph_proto import graph_def_proto
 
 _log = logging.getLogger("nbdist")
 _file_numbers = itertools.count()
+_open_writers = weakref.WeakSet()  # flushed at exit: a process that ends never loses buffered events
+
+
+@atexit.register
+def _flush_open_writers():
+    for writer in list(_open_writers):
+        writer.flush()
 
 
 class FileWriter:
@@ -72,6 +81,7 @@ class FileWriter:
         self._seen_summary_tags = set()
         self._writer = None
         self._open()
+        _open_writers.add(self)
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
 
