@@ -1,6 +1,7 @@
 """`tf.summary`: the summary ops, `FileWriter`, and event files read back by TensorBoard itself,
 compared with real TensorFlow running the same program."""
 
+import io
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import nbdist as tf
 from procs import REPO
 
 pb = pytest.importorskip("tensorboardX.proto.summary_pb2", reason="tf.summary needs the [summary] extra")
+plt_image = pytest.importorskip("matplotlib.image")  # decodes the PNGs of image summaries
 
 
 @pytest.fixture(autouse=True)
@@ -253,3 +255,43 @@ with tf.train.MonitoredTrainingSession(checkpoint_dir=tempfile.mkdtemp(), save_s
     assert "ImportError: tf.summary needs the tensorboardX package" in out
     assert "pip install 'nbdist[summary]'" in out
     assert "steps [1, 2, 3]" in out
+
+
+def _images_of(lib, batches):
+    summaries = [lib.summary.image(f"img{i}", value, max_outputs=n) for i, (value, n) in enumerate(batches)]
+    with lib.Session() as sess:
+        out = sess.run(summaries)
+    decoded = []
+    for serialized in out:
+        for v in _parse(serialized).value:
+            pixels = plt_image.imread(io.BytesIO(v.image.encoded_image_string), format="png")
+            decoded.append((v.tag, v.image.height, v.image.width, v.image.colorspace, np.round(pixels * 255)))
+    return decoded
+
+
+def test_image_summaries_decode_to_the_pixels_tensorflow_writes(tf1_graph_mode):
+    rng = np.random.RandomState(1)
+    with_nan = rng.uniform(0, 3, (1, 3, 2, 3)).astype(np.float32)
+    with_nan[0, 1, 1, 2] = np.nan
+    batches = [
+        ((rng.uniform(0, 255, (2, 3, 4, 3))).astype(np.uint8), 3),  # uint8: as is; 2 of up to 3
+        (rng.uniform(0, 2, (2, 2, 3, 1)).astype(np.float32), 1),  # >= 0: largest -> 255; one image
+        (rng.uniform(-2, 1, (1, 4, 4, 4)).astype(np.float32), 3),  # negatives: 0 -> 128; RGBA
+        (with_nan, 3),  # the NaN pixel is TF's bad colour (red)
+    ]
+    ours = _images_of(tf, batches)
+    with tf1_graph_mode.Graph().as_default():
+        theirs = _images_of(tf1_graph_mode, batches)
+    assert [o[:4] for o in ours] == [t[:4] for t in theirs]
+    assert [o[0] for o in ours][:3] == ["img0/image/0", "img0/image/1", "img1/image"]
+    for mine, real in zip(ours, theirs):
+        np.testing.assert_array_equal(mine[4], real[4], err_msg=mine[0])
+
+
+def test_an_image_summary_needs_four_dimensions_and_1_3_or_4_channels():
+    h = tf.summary.image("bad", tf.zeros([2, 2, 2]))
+    with (
+        tf.Session() as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match=r"last dim 1, 3, or 4, not \[2, 2, 2\]"),
+    ):
+        sess.run(h)

@@ -1,10 +1,11 @@
-"""Summary ops: `tf.summary.scalar`, `histogram`, `text`, `merge`, `merge_all`.
+"""Summary ops: `tf.summary.scalar`, `histogram`, `image`, `text`, `merge`, `merge_all`.
 
 Each is an ordinary op whose output is a scalar string tensor holding a serialized
 ``Summary`` protobuf, as in TF: it is placed, partitioned and run like any op (a summary
 of a ps variable runs on the ps; its bytes cross the wire like any string tensor) and
 `tf.summary.FileWriter` writes the fetched bytes to an event file. The op types and their
 inputs are TF's (``ScalarSummary(tags, values)``, ``HistogramSummary(tag, values)``,
+``ImageSummary(tag, tensor)`` (PNGs),
 ``TensorSummaryV2(tag, tensor, serialized_summary_metadata)``, ``MergeSummary(inputs)``),
 so the graph TensorBoard shows is the one TF would record.
 
@@ -17,6 +18,8 @@ in a tag become ``_``. The protobuf classes come from the ``[summary]`` extra
 import contextlib
 import logging
 import re
+import struct
+import zlib
 
 import numpy as np
 
@@ -118,7 +121,7 @@ def scalar(name, tensor, collections=None, family=None):
     """
     summary_protos.load()
     with summary_scope(name, family) as (tag, scope):
-        values = convert_to_tensor(tensor)
+        values = convert_to_tensor(tensor, name="values")
         if not (values.dtype.is_floating or values.dtype.is_integer):
             raise TypeError(
                 f"tf.summary.scalar({name!r}) needs a real number tensor, got {values.dtype.name}"
@@ -205,13 +208,102 @@ def histogram(name, values, collections=None, family=None):
     """
     summary_protos.load()
     with summary_scope(name, family) as (tag, scope):
-        values = convert_to_tensor(values)
+        values = convert_to_tensor(values, name="values")
         if not (values.dtype.is_floating or values.dtype.is_integer):
             raise TypeError(
                 f"tf.summary.histogram({name!r}) needs a real number tensor, got {values.dtype.name}"
             )
         tag_t = constant(tag, name="tag")
         op = registry.make_op("HistogramSummary", [tag_t, values], {"T": values.dtype}, name=scope)
+    _collect(op.outputs[0], collections, [GraphKeys.SUMMARIES])
+    return op.outputs[0]
+
+
+# -- ImageSummary ----------------------------------------------------------------------------------
+_BAD_COLOR = np.array([255, 0, 0, 255], np.uint8)  # TF's default for non-finite pixels: opaque red
+_ZERO_THRESHOLD = 1e-6
+
+
+def png_bytes(image):
+    """A PNG file of an ``[height, width, channels]`` uint8 image (1, 3 or 4 channels)."""
+    height, width, channels = image.shape
+    color_type = {1: 0, 3: 2, 4: 6}[channels]  # grey, RGB, RGBA
+    rows = np.concatenate([np.zeros((height, 1), np.uint8), image.reshape(height, width * channels)], axis=1)
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows.tobytes()))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _as_uint8_image(image, bad_color):
+    """TF's conversion of one float image: all >= 0 scales the largest to 255; with a negative
+    value, 0 goes to 128 and the largest magnitude to 127 off it; non-finite pixels get
+    `bad_color`. Values are truncated, as TF's cast does."""
+    image = image.astype(np.float32)
+    finite = np.isfinite(image).all(axis=-1)
+    values = image[finite]
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    if low < 0:
+        bound = max(abs(low), abs(high))
+        scale, offset = (0.0 if bound < _ZERO_THRESHOLD else 127.0 / bound), 128.0
+    else:
+        scale, offset = (0.0 if high < _ZERO_THRESHOLD else 255.0 / high), 0.0
+    with np.errstate(invalid="ignore"):
+        out = (image * np.float32(scale) + np.float32(offset)).astype(np.uint8)
+    out[~finite] = bad_color[: image.shape[-1]]
+    return out
+
+
+registry.shape("ImageSummary")(_string_scalar)
+registry.no_gradient("ImageSummary")
+
+
+@registry.kernel("ImageSummary")
+def _image_summary_kernel(ctx, node, tag, tensor):
+    tag = _as_bytes(tag).decode()
+    if tensor.ndim != 4 or tensor.shape[-1] not in (1, 3, 4):
+        raise errors.InvalidArgumentError(
+            None, None, f"Tensor must be 4-D with last dim 1, 3, or 4, not {list(tensor.shape)}"
+        )
+    pb = _protos(node)
+    summary, max_images = pb.Summary(), node.attr["max_images"]
+    bad_color = np.asarray(node.attr["bad_color"], np.uint8)
+    for i, image in enumerate(tensor[:max_images]):
+        if image.dtype != np.uint8:
+            image = _as_uint8_image(image, bad_color)
+        height, width, channels = image.shape
+        summary.value.add(
+            tag=f"{tag}/image" if max_images == 1 else f"{tag}/image/{i}",
+            image=pb.Summary.Image(
+                height=height, width=width, colorspace=channels, encoded_image_string=png_bytes(image)
+            ),
+        )
+    return _serialized(summary)
+
+
+def image(name, tensor, max_outputs=3, collections=None, family=None):
+    """`tf.summary.image`: up to `max_outputs` images of a ``[batch, height, width, channels]``
+    tensor (1, 3 or 4 channels; uint8 as is, floats scaled as TF does), as PNGs.
+
+    Tags are ``name/image/0``, ``name/image/1``, ... (``name/image`` when `max_outputs` is 1).
+    """
+    summary_protos.load()
+    with summary_scope(name, family) as (tag, scope):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        if tensor.dtype.name not in ("uint8", "float16", "float32", "float64"):
+            raise TypeError(
+                f"tf.summary.image({name!r}) needs uint8 or float images, got {tensor.dtype.name}"
+            )
+        attrs = {"T": tensor.dtype, "max_images": int(max_outputs), "bad_color": _BAD_COLOR.copy()}
+        op = registry.make_op("ImageSummary", [constant(tag, name="tag"), tensor], attrs, name=scope)
     _collect(op.outputs[0], collections, [GraphKeys.SUMMARIES])
     return op.outputs[0]
 

@@ -13,7 +13,7 @@ protobuf classes): ``pip install 'nbdist[summary]'``. The protobuf classes TF ex
 """
 
 from nbdist._facade import unsupported as _unsupported
-from nbdist.ops.summary_ops import histogram, merge, merge_all, scalar, text
+from nbdist.ops.summary_ops import histogram, image, merge, merge_all, scalar, text
 from nbdist.summary.writer import FileWriter, FileWriterCache
 
 _PROTOS = ("Event", "SessionLog", "Summary")
@@ -25,6 +25,7 @@ __all__ = [
     "SessionLog",
     "Summary",
     "histogram",
+    "image",
     "merge",
     "merge_all",
     "scalar",
