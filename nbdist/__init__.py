@@ -53,6 +53,7 @@ from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import state_ops as _state_ops
+from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops.constant_op import constant, convert_to_tensor
@@ -77,7 +78,7 @@ _export_all(
     _accumulator_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import nn, train  # noqa: E402 - the namespaces use the names above
+from nbdist import nn, summary, train  # noqa: E402 - the namespaces use the names above
 from nbdist.platform import app, flags  # noqa: E402 - tf.app, tf.flags (absl's flags, as TF 1.x)
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 

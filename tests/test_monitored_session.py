@@ -1,7 +1,6 @@
 """`MonitoredSession`, `MonitoredTrainingSession`, `Scaffold` and the standard hooks (local)."""
 
 import logging
-import sys
 
 import numpy as np
 import pytest
@@ -222,16 +221,6 @@ def test_monitored_session_recreates_itself_on_aborted(tmp_path, caplog):
     assert "Recovered: a new session was created (recovery 1)" in caplog.text
     # The new local session restored step 4's checkpoint, so training continued from there.
     assert values == [1, 2, 3, 4, 5, 5, 6, 7, 8]
-
-
-def test_summary_saver_hook_does_nothing_without_summaries(tmp_path):
-    step = tf.train.get_or_create_global_step()
-    inc = tf.assign_add(step, 1)
-    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_summaries_steps=1) as sess:
-        sess.run(inc)
-        sess.run(inc)
-    assert "nbdist.summary" not in sys.modules
-    assert not list(tmp_path.glob("events.*"))
 
 
 def test_singular_monitored_session_gives_the_raw_session():

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from nbdist.graph.graph import GraphKeys, get_default_graph
+from nbdist.summary import writer as _writer
 from nbdist.train import training_util
 from nbdist.train.session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -148,10 +149,11 @@ class LoggingTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs ``global_step/sec: N`` every N steps or seconds.
+    """Logs ``global_step/sec: N`` every N steps or seconds and writes it to an event file.
 
-    Unlike TF it does not also write the rate to an event file (`output_dir` and
-    `summary_writer` are accepted and unused): nbdist's summaries are a separate module.
+    The file is `output_dir`'s (or `summary_writer`'s), where TensorBoard plots it, as in TF.
+
+    Without the ``[summary]`` extra it only logs (see `nbdist.summary.writer.default_writer`).
     """
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
@@ -163,6 +165,8 @@ class StepCounterHook(SessionRunHook):
         self._steps_per_run = 1
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = _writer.default_writer(self._output_dir)
         self._global_step_tensor = _global_step_or_raise("StepCounterHook")
         self._summary_tag = self._global_step_tensor.op.name + "/sec"
 
@@ -176,8 +180,12 @@ class StepCounterHook(SessionRunHook):
             if self._timer.should_trigger_for_step(step):
                 elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(step)
                 if elapsed_time is not None and elapsed_time > 0:
-                    rate = elapsed_steps / elapsed_time
-                    _log.info("%s: %g", self._summary_tag, rate)
+                    self._log_and_record(elapsed_steps / elapsed_time, step)
+
+    def _log_and_record(self, rate, step):
+        if self._summary_writer is not None:
+            self._summary_writer.add_summary(_writer.scalar_summary(self._summary_tag, rate), step)
+        _log.info("%s: %g", self._summary_tag, rate)
 
 
 class NanLossDuringTrainingError(RuntimeError):
@@ -273,6 +281,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._steps_per_run = 1
 
     def begin(self):
+        self._summary_writer = _writer.default_writer(self._checkpoint_dir)
         self._global_step_tensor = _global_step_or_raise("CheckpointSaverHook")
         os.makedirs(self._checkpoint_dir, exist_ok=True)
         for listener in self._listeners:
@@ -280,6 +289,8 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step_tensor))
+        if self._summary_writer is not None:  # the finished graph (other hooks' ops too), as TF does
+            self._summary_writer.add_graph(get_default_graph())
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -328,8 +339,11 @@ class CheckpointSaverHook(SessionRunHook):
 class SummarySaverHook(SessionRunHook):
     """Writes the summary op's output every N steps or seconds to an event file.
 
-    ``nbdist.summary`` is imported only when there is a summary to write: a graph without
-    summaries (`tf.summary.merge_all()` is None) makes this hook do nothing.
+    The file is `output_dir`'s (or `summary_writer`'s); a ``SessionLog.START`` comes first.
+
+    The writer is the directory's cached one (`tf.summary.FileWriterCache`), shared with the
+    other hooks writing there. Without the ``[summary]`` extra a graph has no summary ops
+    (building one fails, naming the extra) and this hook writes nothing.
     """
 
     def __init__(
@@ -350,6 +364,8 @@ class SummarySaverHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = _writer.default_writer(self._output_dir)
         self._next_step = None
         self._global_step_tensor = _global_step_or_raise("SummarySaverHook")
 
@@ -358,13 +374,6 @@ class SummarySaverHook(SessionRunHook):
         if op is None:
             return None
         return op if isinstance(op, list) else [op]
-
-    def _writer(self):
-        if self._summary_writer is None and self._output_dir:
-            from nbdist import summary  # noqa: PLC0415 - only when there are summaries to write
-
-            self._summary_writer = summary.FileWriter(self._output_dir)
-        return self._summary_writer
 
     def before_run(self, run_context):
         self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(
@@ -377,16 +386,18 @@ class SummarySaverHook(SessionRunHook):
         return SessionRunArgs(requests)
 
     def after_run(self, run_context, run_values):
-        stale = int(run_values.results["global_step"])
-        step = stale + 1
+        if self._summary_writer is None:
+            return
+        step = int(run_values.results["global_step"]) + 1
         if self._next_step is None or self._request_summary:
             step = int(run_context.session.run(self._global_step_tensor))
-        if self._request_summary and "summary" in run_values.results:
+        if self._next_step is None:
+            # Before the first summary: TensorBoard drops events at or after a START's step.
+            self._summary_writer.add_session_log(_writer.session_log("START"), step)
+        if self._request_summary:
             self._timer.update_last_triggered_step(step)
-            writer = self._writer()
-            if writer is not None:
-                for value in run_values.results["summary"]:
-                    writer.add_summary(value, step)
+            for value in run_values.results.get("summary", ()):
+                self._summary_writer.add_summary(value, step)
         self._next_step = step + 1
 
     def end(self, session=None):

@@ -7,15 +7,14 @@ first, else a default), then finalizes the graph:
 - ``ready_op``: `report_uninitialized_variables()` (all variables);
 - ``ready_for_local_init_op``: `report_uninitialized_variables(global_variables())`;
 - ``local_init_op``: `local_variables_initializer()`;
-- ``summary_op``: `tf.summary.merge_all()` — only if the graph has summaries (so
-  ``nbdist.summary`` is imported only by programs that use it), else None;
+- ``summary_op``: `tf.summary.merge_all()` (None when the graph has no summaries);
 - ``saver``: the graph's ``SAVERS`` collection entry, else a new `Saver(allow_empty=True)`.
 """
 
 import logging
 
 from nbdist.graph.graph import GraphKeys, get_default_graph
-from nbdist.ops import control_flow_ops, state_ops
+from nbdist.ops import control_flow_ops, state_ops, summary_ops
 from nbdist.train.saver import Saver
 
 _log = logging.getLogger("nbdist")
@@ -43,11 +42,7 @@ def _get_or_default(arg_name, collection_key, default_constructor):
 
 
 def _default_summary_op():
-    if not get_default_graph().get_collection(GraphKeys.SUMMARIES):
-        return None
-    from nbdist import summary  # noqa: PLC0415 - only graphs with summaries need the module
-
-    return summary.merge_all()
+    return summary_ops.merge_all()  # None when the graph has no summaries
 
 
 def _default_saver():

@@ -6,9 +6,11 @@
         while not sv.should_stop() and step < 1000:
             _, step = sess.run([train_op, global_step])
 
-The chief restores the latest checkpoint of `logdir` or runs `init_op`, then starts its
-standard services: a thread saving a checkpoint every `save_model_secs`, and (only when
-the graph has summaries) one writing `summary_op` every `save_summaries_secs`. Other
+The chief restores the latest checkpoint of `logdir` or runs `init_op`, writes the graph to
+`logdir`'s event file, then starts its standard services: a thread saving a checkpoint every
+`save_model_secs` and, every `save_summaries_secs`, one writing `summary_op` (when the graph
+has summaries) and one writing ``global_step/sec``. Event files need the ``[summary]`` extra;
+without it the Supervisor writes none and says so once in the log. Other
 workers wait until the model is ready, logging the uninitialized variables and the chief
 that should initialize them (`SessionManager.wait_for_session`). `managed_session` treats
 `OutOfRangeError` as a clean stop and re-raises any other error after stopping the threads.
@@ -17,9 +19,11 @@ that should initialize them (`SessionManager.wait_for_session`). `managed_sessio
 import contextlib
 import logging
 import os
+import time
 
 from nbdist.graph.graph import GraphKeys, get_default_graph
-from nbdist.ops import control_flow_ops, state_ops
+from nbdist.ops import control_flow_ops, state_ops, summary_ops
+from nbdist.summary import writer as _writer
 from nbdist.train import training_util
 from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.saver import Saver
@@ -40,11 +44,7 @@ def _from_collection_or(graph, key, make):
 
 
 def _default_summary_op():
-    if not get_default_graph().get_collection(GraphKeys.SUMMARIES):
-        return None
-    from nbdist import summary  # noqa: PLC0415 - only graphs with summaries need the module
-
-    return summary.merge_all()
+    return summary_ops.merge_all()  # None when the graph has no summaries
 
 
 class Supervisor:
@@ -134,6 +134,7 @@ class Supervisor:
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
         self._summary_writer = summary_writer if summary_writer is not use else None
         self._default_writer = summary_writer is use
+        self._graph_added_to_summary = False
         self._session_manager = session_manager or SessionManager(
             local_init_op=self._local_init_op,
             ready_op=self._ready_op,
@@ -168,13 +169,19 @@ class Supervisor:
 
     @property
     def summary_writer(self):
-        """The event writer (created, lazily, only when the graph has summaries to write)."""
-        wanted = self._default_writer and self._is_chief and self._logdir and self._summary_op is not None
-        if self._summary_writer is None and wanted:
-            from nbdist import summary  # noqa: PLC0415 - only graphs with summaries need the module
-
-            self._summary_writer = summary.FileWriter(self._logdir)
+        """The chief's event writer for `logdir` (None on other tasks, without a logdir, or
+        without the ``[summary]`` extra), created on first use."""
+        if self._summary_writer is None and self._default_writer and self._is_chief and self._logdir:
+            self._summary_writer = _writer.default_writer(self._logdir)
+            self._default_writer = False  # decided once
         return self._summary_writer
+
+    def _write_graph(self):
+        writer = self.summary_writer
+        if writer is not None and not self._graph_added_to_summary:
+            writer.reopen()  # a writer this Supervisor closed at a previous stop()
+            writer.add_graph(self._graph)
+            self._graph_added_to_summary = True
 
     # -- sessions ---------------------------------------------------------------------------------
     def prepare_or_wait_for_session(
@@ -199,6 +206,7 @@ class Supervisor:
                 init_feed_dict=self._init_feed_dict,
                 init_fn=self._init_fn,
             )
+            self._write_graph()
             if start_standard_services:
                 _log.info("Starting standard services.")
                 self.start_standard_services(sess)
@@ -235,7 +243,9 @@ class Supervisor:
                         sess.close()
 
     def start_standard_services(self, sess):
-        """Starts the checkpoint thread (and the summary thread when there are summaries).
+        """Starts the checkpoint thread and, with an event writer, the summary thread (when the
+        graph has summaries) and the step counter thread (with a global step); writes a
+        ``SessionLog.START`` at the current global step.
 
         Raises:
             RuntimeError: on a non-chief.
@@ -248,9 +258,18 @@ class Supervisor:
         if not self._logdir:
             _log.warning("Standard services need a 'logdir' passed to the SessionManager")
             return []
+        writer = self.summary_writer
+        if self._global_step is not None and writer is not None:
+            step = training_util.global_step(sess, self._global_step)
+            writer.add_session_log(_writer.session_log("START"), step)
         threads = []
-        if self._save_summaries_secs and self._summary_op is not None and self.summary_writer is not None:
-            threads.append(LooperThread(self._coord, self._save_summaries_secs, self._write_summary, (sess,)))
+        if self._save_summaries_secs and writer is not None:
+            if self._summary_op is not None:
+                threads.append(
+                    LooperThread(self._coord, self._save_summaries_secs, self._write_summary, (sess,))
+                )
+            if self._global_step is not None:
+                threads.append(_StepCounterThread(self, sess))
         if self._saver is not None and self._save_model_secs:
             threads.append(LooperThread(self._coord, self._save_model_secs, self._save_checkpoint, (sess,)))
         for t in threads:
@@ -314,5 +333,32 @@ class Supervisor:
                 threads, stop_grace_period_secs=self._stop_grace_secs, ignore_live_threads=ignore_live_threads
             )
         finally:
+            # The writer closes last: the threads above may have been using it.
             if close_summary_writer and self._summary_writer is not None:
-                self._summary_writer.flush()
+                self._summary_writer.add_session_log(_writer.session_log("STOP"))
+                self._summary_writer.close()
+                self._graph_added_to_summary = False
+
+
+class _StepCounterThread(LooperThread):
+    """Writes ``global_step/sec`` every `save_summaries_secs` (TF's ``SVStepCounterThread``)."""
+
+    def __init__(self, sv, sess):
+        super().__init__(sv.coord, sv.save_summaries_secs)
+        self._sv = sv
+        self._sess = sess
+        self._tag = f"{sv.global_step.op.name}/sec"
+        self.name = "LooperThread-step-counter"
+
+    def start_loop(self):
+        self._last_time = time.time()
+        self._last_step = training_util.global_step(self._sess, self._sv.global_step)
+
+    def run_loop(self):
+        step = training_util.global_step(self._sess, self._sv.global_step)
+        now = time.time()
+        elapsed_s = now - self._last_time
+        rate = (step - self._last_step) / elapsed_s if elapsed_s > 0 else float("inf")
+        self._last_step, self._last_time = step, now
+        self._sv.summary_writer.add_summary(_writer.scalar_summary(self._tag, rate), step)
+        _log.info("%s: %g", self._tag, rate)

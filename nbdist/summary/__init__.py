@@ -1,0 +1,41 @@
+"""`tf.summary`: summary ops and TensorBoard's event files.
+
+    loss_summary = tf.summary.scalar("loss", loss)
+    tf.summary.histogram("weights", w)
+    merged = tf.summary.merge_all()
+    writer = tf.summary.FileWriter(logdir, sess.graph)
+    writer.add_summary(sess.run(merged), step)
+
+The ops (`nbdist.ops.summary_ops`) are ordinary graph ops producing serialized ``Summary``
+bytes; `FileWriter` writes them. Both need the ``[summary]`` extra (tensorboardX's
+protobuf classes): ``pip install 'nbdist[summary]'``. The protobuf classes TF exports here
+(``tf.summary.Summary``, ``Event``, ``SessionLog``, ...) load on first use.
+"""
+
+from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.summary_ops import histogram, image, merge, merge_all, scalar, text
+from nbdist.summary.writer import FileWriter, FileWriterCache
+
+_PROTOS = ("Event", "SessionLog", "Summary")
+
+__all__ = [
+    "Event",
+    "FileWriter",
+    "FileWriterCache",
+    "SessionLog",
+    "Summary",
+    "histogram",
+    "image",
+    "merge",
+    "merge_all",
+    "scalar",
+    "text",
+]
+
+
+def __getattr__(name):
+    if name in _PROTOS:
+        from nbdist.ops import summary_protos  # noqa: PLC0415 - the optional extra loads on first use
+
+        return getattr(summary_protos.load(), name)
+    return _unsupported("tf.summary", name)

@@ -1,0 +1,281 @@
+"""`tf.summary.FileWriter` and `FileWriterCache`: TensorBoard's event files.
+
+    writer = tf.summary.FileWriter(logdir, sess.graph)       # the graph goes in first
+    writer.add_summary(sess.run(merged), global_step=step)   # the bytes a summary op made
+    writer.close()
+
+An event file is ``logdir/events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``: TF's name
+plus the process id and a per-process count, so two writers on one directory (two tasks
+sharing a filesystem, a writer reopened in the same second) never truncate each other's
+file. Records are TF's framing (length, masked CRC-32C, data, masked CRC-32C) of ``Event``
+protobufs, written by tensorboardX's `EventsWriter` (the ``[summary]`` extra). Writes are
+synchronous into the file's buffer; the buffer reaches the disk on `flush`, every
+`max_queue` events, every `flush_secs` seconds (a background timer), on `close` and at the
+process' exit — so `flush` really means every event added so far is on disk (tensorboardX's
+own queued writer does not drain its queue on flush).
+"""
+
+import atexit
+import itertools
+import logging
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from nbdist.graph.graph import get_default_graph
+from nbdist.ops import summary_protos
+from nbdist.summary.graph_proto import graph_def_proto
+
+_log = logging.getLogger("nbdist")
+_file_numbers = itertools.count()
+_open_writers = weakref.WeakSet()  # flushed at exit: a process that ends never loses buffered events
+
+
+@atexit.register
+def _flush_open_writers():
+    for writer in list(_open_writers):
+        writer.flush()
+
+
+class FileWriter:
+    """Writes ``Summary`` protobufs, session logs and the graph to an event file in `logdir`.
+
+    Args:
+        logdir: the directory (created if missing).
+        graph: an nbdist `Graph` (or GraphDef) to write first, as TF does.
+        max_queue: events written before the buffer is flushed to disk.
+        flush_secs: seconds between background flushes.
+        graph_def: TF's deprecated spelling of `graph`.
+        filename_suffix: appended to the event file's name.
+        session: not supported (TF's writing through graph ops); must be None.
+
+    Raises:
+        ImportError: the ``[summary]`` extra is not installed (naming it).
+        ValueError: a `session` is given.
+    """
+
+    def __init__(
+        self,
+        logdir,
+        graph=None,
+        max_queue=10,
+        flush_secs=120,
+        graph_def=None,
+        filename_suffix=None,
+        session=None,
+    ):
+        if session is not None:
+            raise ValueError(
+                "FileWriter(session=...) writes through TF 2's summary ops, which nbdist does not have; "
+                "omit session= (the writer writes the event file itself)"
+            )
+        self._pb = summary_protos.load()
+        self._logdir = str(logdir)
+        self._max_queue = max(1, int(max_queue))
+        self._flush_secs = flush_secs
+        self._filename_suffix = filename_suffix or ""
+        self._lock = threading.RLock()
+        self._seen_summary_tags = set()
+        self._writer = None
+        self._open()
+        _open_writers.add(self)
+        if graph is not None or graph_def is not None:
+            self.add_graph(graph, graph_def=graph_def)
+
+    # -- the file ------------------------------------------------------------------------------------
+    def _open(self):
+        from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 - the optional extra
+
+        os.makedirs(self._logdir, exist_ok=True)
+        suffix = f".{os.getpid()}.{next(_file_numbers)}{self._filename_suffix}"
+        with self._lock:
+            self._writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
+            self._writer.flush()  # the file exists (with its version record) from now on
+            self._unflushed = 0
+            self._closed = False
+            self._stop_flusher = threading.Event()
+        if self._flush_secs:
+            threading.Thread(
+                target=self._flush_periodically,
+                args=(self._stop_flusher,),
+                daemon=True,
+                name="nbdist-summary-flush",
+            ).start()
+
+    def _flush_periodically(self, stop):
+        while not stop.wait(self._flush_secs):
+            self.flush()
+
+    @property
+    def path(self):
+        """The event file being written (nbdist's addition; TF has no such property)."""
+        return self._writer._file_name
+
+    def get_logdir(self):
+        return self._logdir
+
+    # -- adding events ------------------------------------------------------------------------------
+    def add_event(self, event):
+        """Writes an ``Event`` protobuf (dropped after `close`, as in TF)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._writer.write_event(event)
+            self._unflushed += 1
+            if self._unflushed >= self._max_queue:
+                self._flush_locked()
+
+    def _add_event(self, event, step):
+        event.wall_time = time.time()
+        if step is not None:
+            event.step = int(step)
+        self.add_event(event)
+
+    def add_summary(self, summary, global_step=None):
+        """Writes a summary: the bytes a summary op produced (what ``sess.run`` returns) or a
+        ``Summary`` protobuf. Plugin metadata is kept only the first time a tag is seen."""
+        summary = self._as_summary(summary)
+        for value in summary.value:
+            if not value.HasField("metadata"):
+                continue
+            if value.tag in self._seen_summary_tags:
+                value.ClearField("metadata")
+            else:
+                self._seen_summary_tags.add(value.tag)
+        self._add_event(self._pb.Event(summary=summary), global_step)
+
+    def _as_summary(self, summary):
+        if isinstance(summary, np.ndarray) and summary.size == 1:
+            summary = summary.item()
+        if isinstance(summary, (bytes, np.bytes_)):
+            parsed = self._pb.Summary()
+            parsed.ParseFromString(bytes(summary))
+            return parsed
+        if isinstance(summary, self._pb.Summary):
+            copy = self._pb.Summary()
+            copy.CopyFrom(summary)
+            return copy
+        if hasattr(summary, "SerializeToString"):  # another library's Summary class (real TF's)
+            parsed = self._pb.Summary()
+            parsed.ParseFromString(summary.SerializeToString())
+            return parsed
+        raise TypeError(
+            f"add_summary() takes a serialized Summary (a summary op's value) or a Summary protobuf, "
+            f"got {type(summary).__name__}"
+        )
+
+    def add_session_log(self, session_log, global_step=None):
+        """Writes a ``SessionLog`` (START, STOP, CHECKPOINT) event."""
+        self._add_event(self._pb.Event(session_log=session_log), global_step)
+
+    def add_graph(self, graph, global_step=None, graph_def=None):
+        """Writes the graph as TF's ``GraphDef`` protobuf: nodes with their requested devices,
+        attrs and output shapes (TensorBoard's graph tab).
+
+        Raises:
+            ValueError: both `graph` and `graph_def` are given.
+            TypeError: `graph` is neither a `Graph` nor a GraphDef.
+        """
+        if graph is not None and graph_def is not None:
+            raise ValueError("Please pass only graph, or graph_def (deprecated), but not both.")
+        proto = graph_def_proto(graph if graph is not None else graph_def)
+        self._add_event(self._pb.Event(graph_def=proto.SerializeToString()), global_step)
+
+    # -- flushing and closing ----------------------------------------------------------------------------
+    def _flush_locked(self):
+        self._writer.flush()
+        self._unflushed = 0
+
+    def flush(self):
+        """Every event added so far is on disk when this returns."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+
+    def close(self):
+        """Flushes and closes the file; later events are dropped until `reopen`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._stop_flusher.set()
+            self._writer.close()
+            self._closed = True
+
+    def reopen(self):
+        """After `close`: writes further events to a new event file in the same directory."""
+        with self._lock:
+            if self._closed:
+                self._open()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._closed else "open"
+        return f"<nbdist FileWriter {self.path} ({state})>"
+
+
+class FileWriterCache:
+    """One `FileWriter` per directory, shared by the hooks that write there (TF's cache).
+
+    A new writer is created with the default graph, so the graph is written first.
+    """
+
+    _cache = {}
+    _lock = threading.RLock()
+
+    @staticmethod
+    def get(logdir):
+        """The `FileWriter` for `logdir` (created on first use)."""
+        with FileWriterCache._lock:
+            writer = FileWriterCache._cache.get(logdir)
+            if writer is None:
+                writer = FileWriterCache._cache[logdir] = FileWriter(logdir, graph=get_default_graph())
+            return writer
+
+    @staticmethod
+    def clear():
+        """Closes and forgets every cached writer."""
+        with FileWriterCache._lock:
+            for writer in FileWriterCache._cache.values():
+                writer.close()
+            FileWriterCache._cache = {}
+
+
+_warned_dirs = set()
+
+
+def default_writer(logdir):
+    """The cached writer the standard hooks and the Supervisor write to, as TF's do — or None
+    when the ``[summary]`` extra is not installed (logged once per directory), so training
+    without summaries never needs it.
+    """
+    if not summary_protos.available():
+        if logdir not in _warned_dirs:
+            _warned_dirs.add(logdir)
+            _log.info(
+                "No event file is written to %s (the graph, global_step/sec): the summary extra is "
+                "not installed (%s).",
+                logdir,
+                summary_protos.INSTALL_HINT,
+            )
+        return None
+    return FileWriterCache.get(logdir)
+
+
+def scalar_summary(tag, value):
+    """A ``Summary`` protobuf holding one scalar (what the step counters write)."""
+    pb = summary_protos.load()
+    return pb.Summary(value=[pb.Summary.Value(tag=tag, simple_value=float(value))])
+
+
+def session_log(status):
+    """A ``SessionLog`` protobuf: `status` is ``"START"``, ``"STOP"`` or ``"CHECKPOINT"``."""
+    pb = summary_protos.load()
+    return pb.SessionLog(status=getattr(pb.SessionLog, status))
