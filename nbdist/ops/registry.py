@@ -128,6 +128,11 @@ def resource_kind(name, factory, attrs=()):
     return kind
 
 
+def resource_kinds():
+    """The names of the declared resource kinds, sorted (``["accumulator", "queue", ...]``)."""
+    return sorted(_KINDS)
+
+
 def resource_kind_of(name):
     """The declared `ResourceKind` called `name` (a `ResourceKind` is returned as is).
 
