@@ -110,8 +110,8 @@ def node_def_of(op):
         op.type,
         inputs,
         op.device,
-        op._attrs,
-        [(t.dtype, t.shape) for t in op._outputs],
+        op.attrs,
+        [(t.dtype, t.shape) for t in op.outputs],
     )
 
 

@@ -105,7 +105,8 @@ def gradients(
             pending[y].append(g)
 
         x_ids = {id(x) for x in xs}
-        for op in sorted(between, key=lambda o: o._id, reverse=True):
+        created = {op: i for i, op in enumerate(graph.get_operations())}
+        for op in sorted(between, key=created.__getitem__, reverse=True):
             out_grads = [_aggregate(pending.get(t), graph) for t in op.outputs]
             for t, g in zip(op.outputs, out_grads):
                 if g is not None:

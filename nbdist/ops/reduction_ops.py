@@ -15,16 +15,10 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
-from nbdist.ops.array_ops import (
-    _int_tensor,
-    _invalid,
-    _norm_axis,
-    get_static_value,
-    reshape,
-    shape,
-    size,
-)
+from nbdist.ops._shapes import int_tensor, invalid_argument, normalize_axis
 from nbdist.ops.constant_op import constant, convert_to_tensor
+from nbdist.ops.reshape_ops import reshape
+from nbdist.ops.shape_ops import get_static_value, shape, size
 
 __all__ = [
     "argmax",
@@ -60,7 +54,7 @@ def _axes_tensor(x, axis):
         if x.shape.ndims is not None:
             return constant(np.arange(x.shape.ndims, dtype=np.int32), name="reduction_indices")
         return math_ops.range(0, registry.make_op("Rank", [x]).outputs[0], 1)
-    return _int_tensor(axis, "axis", name="reduction_indices")
+    return int_tensor(axis, "axis", name="reduction_indices")
 
 
 def _static_axes(axes, ndims, where):
@@ -102,7 +96,7 @@ def _reduce_kernel(fn):
         try:
             axes = _static_axes(axes, np.ndim(x), "reduction")
         except ValueError as e:
-            raise _invalid(node, f"{e} (input shape {list(np.shape(x))})") from None
+            raise invalid_argument(node, f"{e} (input shape {list(np.shape(x))})") from None
         out = fn(x, axis=tuple(axes), keepdims=node.attr["keep_dims"])
         return np.asarray(out).astype(x.dtype, copy=False)
 
@@ -242,7 +236,7 @@ def _arg_shape(inputs, attrs):
             )
         ]
     dims = x.shape.as_list()
-    del dims[_norm_axis(int(axis), len(dims), "tf.argmax")]
+    del dims[normalize_axis(int(axis), len(dims), "tf.argmax")]
     return [(attrs["output_type"], TensorShape(dims))]
 
 
@@ -260,7 +254,7 @@ registry.no_gradient("ArgMin")
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002 - TF's argument name
     axis = _alias(axis, dimension, "axis", "dimension")
     attrs = {"output_type": _dtypes.as_dtype(output_type)}
-    inputs = [convert_to_tensor(input), _int_tensor(0 if axis is None else axis, "axis", name="dimension")]
+    inputs = [convert_to_tensor(input), int_tensor(0 if axis is None else axis, "axis", name="dimension")]
     return registry.make_op(op_type, inputs, attrs, name=name).outputs[0]
 
 
@@ -306,7 +300,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         dtype = known[0].dtype if known else _dtypes.float32
     on = convert_to_tensor(1 if on_value is None else on_value, dtype=dtype)
     off = convert_to_tensor(0 if off_value is None else off_value, dtype=dtype)
-    inputs = [_int_tensor(indices, "indices"), _int_tensor(depth, "depth"), on, off]
+    inputs = [int_tensor(indices, "indices"), int_tensor(depth, "depth"), on, off]
     return registry.make_op("OneHot", inputs, {"axis": -1 if axis is None else int(axis)}, name=name).outputs[
         0
     ]
@@ -327,7 +321,7 @@ def _gather_kernel(ctx, node, params, indices, axis):
     bad = (indices < 0) | (indices >= len(params))
     if np.any(bad):
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise _invalid(node, f"indices{list(pos)} = {int(indices[pos])} is not in [0, {len(params)})")
+        raise invalid_argument(node, f"indices{list(pos)} = {int(indices[pos])} is not in [0, {len(params)})")
     return np.take(params, indices, axis=0)
 
 
@@ -345,7 +339,7 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
     """
     if isinstance(axis, Tensor) or int(axis) != 0:
         raise ValueError(f"tf.gather: nbdist supports axis=0 only, got {axis!r}; transpose params first")
-    inputs = [convert_to_tensor(params), _int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
+    inputs = [convert_to_tensor(params), int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
     return registry.make_op("GatherV2", inputs, name=name).outputs[0]
 
 
@@ -369,13 +363,13 @@ def _segment_sum_shape(inputs, attrs):
 def _segment_sum_kernel(ctx, node, data, ids, num):
     num = int(num)
     if np.shape(data)[: np.ndim(ids)] != np.shape(ids):
-        raise _invalid(
+        raise invalid_argument(
             node,
             f"segment_ids shape {list(np.shape(ids))} is not a prefix of data shape {list(np.shape(data))}",
         )
     if np.any(ids >= num):
         pos = tuple(int(i) for i in np.argwhere(ids >= num)[0])
-        raise _invalid(node, f"segment_ids{list(pos)} = {int(ids[pos])} is out of range [0, {num})")
+        raise invalid_argument(node, f"segment_ids{list(pos)} = {int(ids[pos])} is out of range [0, {num})")
     out = np.zeros((num, *np.shape(data)[np.ndim(ids) :]), dtype=np.asarray(data).dtype)
     keep = ids >= 0  # negative ids are dropped, as TF does
     np.add.at(out, ids[keep], np.asarray(data)[keep])
@@ -394,8 +388,8 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     """
     inputs = [
         convert_to_tensor(data),
-        _int_tensor(segment_ids, "segment_ids"),
-        _int_tensor(num_segments, "num_segments"),
+        int_tensor(segment_ids, "segment_ids"),
+        int_tensor(num_segments, "num_segments"),
     ]
     return registry.make_op("UnsortedSegmentSum", inputs, name=name).outputs[0]
 
@@ -406,7 +400,7 @@ registry.shape("GatherDropNegatives")(_gather_shape)
 @registry.kernel("GatherDropNegatives")
 def _gather_drop_negatives_kernel(ctx, node, params, indices):
     if np.any(indices >= len(params)):
-        raise _invalid(node, f"indices {indices.tolist()} must be < {len(params)}")
+        raise invalid_argument(node, f"indices {indices.tolist()} must be < {len(params)}")
     out = np.take(params, np.maximum(indices, 0), axis=0)
     mask = (indices >= 0).reshape(np.shape(indices) + (1,) * (np.ndim(params) - 1))
     return np.where(mask, out, np.zeros((), out.dtype))

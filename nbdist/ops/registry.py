@@ -131,6 +131,11 @@ def resource_kind(name, factory, attrs=(), watched=False):
     return kind
 
 
+def resource_kinds():
+    """The names of the declared resource kinds, sorted (``["accumulator", "queue", ...]``)."""
+    return sorted(_KINDS)
+
+
 def resource_kind_of(name):
     """The declared `ResourceKind` called `name` (a `ResourceKind` is returned as is).
 

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph.graph import _default_session_stack, get_default_graph
+from nbdist.graph.graph import default_session, get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
@@ -162,7 +162,7 @@ class BaseSession:
             self._backend.close()
 
     def as_default(self):
-        return _DefaultSession(self)
+        return default_session(self)
 
     def __enter__(self):
         ctx = self.as_default()
@@ -187,20 +187,6 @@ class BaseSession:
     def __repr__(self):
         where = self._target or "local"
         return f"<nbdist.Session target={where!r}{' closed' if self._closed else ''}>"
-
-
-class _DefaultSession:
-    def __init__(self, session):
-        self._session = session
-
-    def __enter__(self):
-        _default_session_stack().append(self._session)
-        return self._session
-
-    def __exit__(self, *exc):
-        stack = _default_session_stack()
-        if stack and stack[-1] is self._session:
-            stack.pop()
 
 
 class Session(BaseSession):
