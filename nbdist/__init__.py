@@ -64,7 +64,14 @@ from nbdist.runtime.session import InteractiveSession, Session
 
 # Public functions of the op modules that are not TF 1.x names at tf.* (they live at tf.nn.*
 # or are nbdist's own helpers for gradients).
-_NOT_AT_TF = {"sum_to_shape", "broadcast_to_like", "relu", "softplus", "with_dependencies"}
+_NOT_AT_TF = {
+    "sum_to_shape",
+    "broadcast_to_like",
+    "relu",
+    "softplus",
+    "with_dependencies",
+    "read_variable_now",
+}
 _export_all(
     globals(),
     _math_ops,

@@ -27,6 +27,23 @@ def _variable_kernel(ctx, node):
     return ctx.resources.variable(node).read()
 
 
+# _ReadVariableNow: the variable's value when this op runs (a ref input), not when the step
+# started. `VariableV2`'s own output is read as soon as a step begins; an op that must see the
+# effect of an update in the same step (an average applied after the training op) reads this way.
+registry.declare("_ReadVariableNow", ref_inputs=(0,), stateful=True)
+registry.shape("_ReadVariableNow")(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+registry.kernel("_ReadVariableNow")(lambda ctx, node, ref: ref.read())
+registry.no_gradient("_ReadVariableNow")
+
+
+def read_variable_now(variable, name="read_now"):
+    """The value of `variable` when the returned tensor is computed (after the control
+    dependencies in effect), colocated with the variable. nbdist's, for copy-on-write reads."""
+    ref = _ref_tensor(variable)
+    with ref.graph.colocate_with(ref.op):
+        return registry.make_op("_ReadVariableNow", [ref], name=name).outputs[0]
+
+
 registry.declare("IsVariableInitialized", ref_inputs=(0,), stateful=True)
 registry.shape("IsVariableInitialized")(lambda inputs, attrs: [(_dtypes.bool, TensorShape(()))])
 registry.kernel("IsVariableInitialized")(lambda ctx, node, ref: np.bool_(ref.initialized))
@@ -417,6 +434,11 @@ def local_variables(scope=None):
 
 def trainable_variables(scope=None):
     return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None):
+    """The variables an `ExponentialMovingAverage` averages (TF's ``MOVING_AVERAGE_VARIABLES``)."""
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
 def variables_initializer(var_list, name="init"):
