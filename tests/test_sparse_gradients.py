@@ -285,3 +285,15 @@ def test_no_warning_densifying_a_gradient_of_known_shape():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tf.convert_to_tensor(grad)
+
+
+def test_gate_graph_gates_sparse_gradients_too():
+    table = tf.Variable(TABLE, name="table")
+    loss = tf.reduce_sum(tf.gather(table, [1, 2]))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(
+        loss, gate_gradients=tf.train.Optimizer.GATE_GRAPH
+    )
+    with tf.Session() as sess:
+        sess.run(table.initializer)
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(table)[:3], TABLE[:3] - [[0.0], [0.5], [0.5]])
