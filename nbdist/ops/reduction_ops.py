@@ -3,11 +3,13 @@
 
 Reduction axes are an input tensor as in TF (``axis=None`` means all axes), and the
 gradients rebuild the kept-dims shape at run time (`ReducedShape`), so they work when
-static dimensions are unknown. `gather` and `unsorted_segment_sum` are each other's
-gradients (dense; nbdist has no IndexedSlices).
+static dimensions are unknown. The gradient of `gather` with respect to its params is an
+`IndexedSlices` (the rows it read and their gradients, as TF); `unsorted_segment_sum` is
+what densifies one (`tf.convert_to_tensor(indexed_slices)`, registered here).
 """
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -16,8 +18,11 @@ from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
 from nbdist.ops._shapes import int_tensor, invalid_argument, normalize_axis
-from nbdist.ops.constant_op import constant, convert_to_tensor
-from nbdist.ops.reshape_ops import reshape
+from nbdist.ops.concat_slice_ops import concat
+from nbdist.ops.concat_slice_ops import slice as _slice
+from nbdist.ops.constant_op import constant, convert_to_tensor, register_tensor_conversion_function
+from nbdist.ops.indexed_slices import IndexedSlices
+from nbdist.ops.reshape_ops import expand_dims, reshape
 from nbdist.ops.shape_ops import get_static_value, shape, size
 
 __all__ = [
@@ -327,8 +332,20 @@ def _gather_kernel(ctx, node, params, indices, axis):
 
 @registry.gradient("GatherV2")
 def _gather_grad(op, grad):
+    """The rows that were read and their gradients: an `IndexedSlices`, as TF's.
+
+    The params' shape is read where the params live (on the ps for a variable), so nothing
+    of the table's size crosses the wire; only ``len(indices)`` rows of values do.
+    """
     params, indices, _ = op.inputs
-    return [unsorted_segment_sum(grad, indices, gather(shape(params), 0)), None, None]
+    with op.graph.colocate_with(params.op):
+        params_shape = shape(params)
+    indices_size = expand_dims(size(indices), 0)
+    values_shape = concat([indices_size, _slice(params_shape, [1], [-1])], 0)
+    values = reshape(_to_dense(grad), values_shape)
+    num_indices = indices.shape.num_elements() if indices.shape.is_fully_defined() else None
+    values.set_shape(TensorShape([num_indices]).concatenate(params.shape[1:]))
+    return [IndexedSlices(values, reshape(indices, indices_size), params_shape), None, None]
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0):
@@ -341,6 +358,50 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
         raise ValueError(f"tf.gather: nbdist supports axis=0 only, got {axis!r}; transpose params first")
     inputs = [convert_to_tensor(params), int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
     return registry.make_op("GatherV2", inputs, name=name).outputs[0]
+
+
+# -- IndexedSlices -> dense --------------------------------------------------------------------------
+_LARGE_SPARSE_NUM_ELEMENTS = 100_000_000  # TF warns above this many elements
+
+
+def _to_dense(value, name=None):
+    """`value` as a dense tensor: an `IndexedSlices` is summed into its dense shape."""
+    if not isinstance(value, IndexedSlices):
+        return value
+    if value.dense_shape is None:
+        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: {value}")
+    known = get_static_value(value.dense_shape)
+    rows = int(known[0]) if known is not None else gather(value.dense_shape, 0)
+    return unsorted_segment_sum(value.values, value.indices, rows, name=name)
+
+
+def _indexed_slices_to_tensor(value, dtype=None, name=None):
+    """`tf.convert_to_tensor(indexed_slices)`: densifies, with TF's warnings about memory."""
+    if dtype is not None and _dtypes.as_dtype(dtype) != value.dtype:
+        raise ValueError(
+            f"Tensor conversion requested dtype {_dtypes.as_dtype(dtype).name} for IndexedSlices "
+            f"with dtype {value.dtype.name}"
+        )
+    if value.dense_shape is not None:
+        known = get_static_value(value.dense_shape)
+        if known is None:
+            warnings.warn(
+                "Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
+                "This may consume a large amount of memory.",
+                UserWarning,
+                stacklevel=3,
+            )
+        elif np.prod(known) >= _LARGE_SPARSE_NUM_ELEMENTS:
+            warnings.warn(
+                f"Converting sparse IndexedSlices to a dense Tensor with {int(np.prod(known))} elements. "
+                "This may consume a large amount of memory.",
+                UserWarning,
+                stacklevel=3,
+            )
+    return _to_dense(value, name=name)
+
+
+register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)
 
 
 # -- unsorted_segment_sum and its gradient, a gather that drops negative indices -----------------------

@@ -19,7 +19,8 @@ Signatures:
 - kernel ``(ctx, node: NodeDef, *input_values) -> value`` (a tuple when the op has
   several outputs, ignored when it has none). ``ctx`` is the executor's step context
   (``ctx.resources``, ``ctx.rendezvous``, ``ctx.step_id``); kernels never import the runtime;
-- gradient ``(op: Operation, *output_grads) -> list`` of one Tensor or None per input.
+- gradient ``(op: Operation, *output_grads) -> list`` of one Tensor, `IndexedSlices` or None
+  per input (``gradient(type, indexed_slices=True)``: it also accepts sparse output grads).
 
 A missing entry is a clear error naming the op type.
 
@@ -48,6 +49,7 @@ class OpDef:
         "shape_fn",
         "kernel",
         "grad_fn",
+        "grad_takes_indexed_slices",
         "ref_inputs",
         "stateful",
         "no_gradient",
@@ -61,6 +63,7 @@ class OpDef:
         self.shape_fn = None
         self.kernel = None
         self.grad_fn = None
+        self.grad_takes_indexed_slices = False  # else gradients() densifies IndexedSlices for grad_fn
         self.ref_inputs = {}  # input position -> ResourceKind
         self.creates = None  # the ResourceKind this op creates, or None
         self.stateful = False
@@ -182,9 +185,18 @@ def kernel(op_type):
     return register
 
 
-def gradient(op_type):
+def gradient(op_type, indexed_slices=False):
+    """Registers `op_type`'s gradient function.
+
+    Args:
+        indexed_slices: the function accepts `IndexedSlices` output gradients (and may pass
+            them on, as ``Identity``'s does). Otherwise `gradients()` densifies them first.
+    """
+
     def register(fn):
-        op_def(op_type).grad_fn = fn
+        d = op_def(op_type)
+        d.grad_fn = fn
+        d.grad_takes_indexed_slices = bool(indexed_slices)
         return fn
 
     return register

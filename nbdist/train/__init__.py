@@ -37,6 +37,7 @@ from nbdist.train.monitored_session import (
     SingularMonitoredSession,
     WorkerSessionCreator,
 )
+from nbdist.train.moving_averages import ExponentialMovingAverage
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.report_hook import ReportHook
@@ -61,6 +62,7 @@ __all__ = [
     "ChiefSessionCreator",
     "ClusterSpec",
     "Coordinator",
+    "ExponentialMovingAverage",
     "FinalOpsHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
