@@ -146,7 +146,7 @@ def gradients(
                 )
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and t.op in between and id(t) not in stop:
-                    pending[t].append((op._id, g))
+                    pending[t].append((created[op], g))
         return [_aggregate(pending.get(x), graph) for x in xs]
 
 
