@@ -5,7 +5,7 @@ a second client sees what the first one trained) and its `Rendezvous`. Its RPC t
 (`WorkerService.rpc_table`): ``RegisterGraph`` (a partition -> a handle with a
 precompiled `ExecutionPlan`), ``DeregisterGraph``, ``RunGraph`` (feeds -> fetches for
 one step id), ``AbortStep``, ``SendTensor`` (a peer pushes a tensor for one of our
-`_Recv`s) and ``Reset``.
+`_Recv`s) and ``CleanupAll`` (drops resource containers: `Session.reset`).
 
 A master reaches workers through one stub interface, whether the worker is its own
 process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
@@ -15,6 +15,7 @@ the I/O thread's `PeerChannels`)::
     stub.deregister_graph(handle)                      # best effort
     cancel = stub.run_graph(body, on_done, on_error)   # the I/O thread; never blocks
     stub.abort_step(step_id, message)                  # the I/O thread; one-way
+    stub.cleanup_all(containers, timeout_s)            # a pool thread; may block
 
 `run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process"})`` or
 ``on_error(exc)`` later, on the I/O thread.
@@ -58,6 +59,7 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
+        self._running = set()  # StepContexts in flight (`cancel_running` ends their waits)
         # A straggler, on purpose: every partition this task runs waits this long first
         # (`python -m nbdist.server --delay-ms`), to see staleness and backup workers at work.
         self.delay_s = 0.0
@@ -129,9 +131,13 @@ class WorkerService:
             time.sleep(
                 self.delay_s if deadline is None else max(0.0, min(self.delay_s, deadline - time.monotonic()))
             )
+        with self._lock:
+            self._running.add(ctx)
         try:
             values = plan.run(ctx, feed_values)
         finally:
+            with self._lock:
+                self._running.discard(ctx)
             transfers = self.rendezvous.cleanup(step_id)
         self.steps_run += 1
         stats = None
@@ -147,6 +153,13 @@ class WorkerService:
 
     def abort_step(self, step_id, message):
         self.rendezvous.abort(step_id, errors.CancelledError(None, None, message))
+
+    def cancel_running(self, message):
+        """Ends every step in flight here (a blocked dequeue too) with `CancelledError`."""
+        with self._lock:
+            running = list(self._running)
+        for ctx in running:
+            ctx.cancel(errors.CancelledError(None, None, message))
 
     # -- status --------------------------------------------------------------------------------------
     def status(self):
@@ -167,7 +180,8 @@ class WorkerService:
             },
         }
 
-    def reset(self, containers=None):
+    def cleanup_all(self, containers=None):
+        """Drops the resources of `containers` (all of them when empty): TF's CleanupAll."""
         if not containers:
             self.resources.clear()
         else:
@@ -183,7 +197,7 @@ class WorkerService:
             "RunGraph": Rpc(self._rpc_run_graph, inline=lambda msg: self.runs_quickly(msg.get("handle"))),
             "AbortStep": Rpc(self._rpc_abort_step, inline=True),
             "SendTensor": Rpc(self._rpc_send_tensor, inline=True),
-            "Reset": Rpc(self._rpc_reset),
+            "CleanupAll": Rpc(self._rpc_cleanup_all),
         }
 
     def _rpc_register_graph(self, msg, responder):
@@ -228,9 +242,9 @@ class WorkerService:
         self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
         return None, None  # one-way: one message per cross-task tensor
 
-    def _rpc_reset(self, msg, responder):
-        self.reset(msg.get("containers"))
-        return "ResetResponse", {}
+    def _rpc_cleanup_all(self, msg, responder):
+        self.cleanup_all(msg.get("containers"))
+        return "CleanupAllResponse", {}
 
 
 def _part_args(part):
@@ -282,6 +296,9 @@ class LocalWorker:
     def abort_step(self, step_id, message):
         self.service.abort_step(step_id, message)
 
+    def cleanup_all(self, containers, timeout_s=None):
+        self.service.cleanup_all(containers)
+
 
 class RemoteWorker:
     """The stub of another task's worker: requests over the network.
@@ -316,3 +333,7 @@ class RemoteWorker:
 
     def abort_step(self, step_id, message):
         self._loop.peers.send(self.address, self.task, "AbortStep", {"step_id": step_id, "message": message})
+
+    def cleanup_all(self, containers, timeout_s=None):
+        channel = transport.channel_to(self.address, self.task, self._key)
+        channel.call("CleanupAll", {"containers": list(containers or [])}, timeout_s=timeout_s)

@@ -75,6 +75,7 @@ __all__ = [
     "Scaffold",
     "SecondOrStepTimer",
     "Server",
+    "ServerDef",
     "SessionCreator",
     "SessionManager",
     "SessionRunArgs",
@@ -108,6 +109,7 @@ __all__ = [
 
 _RUNTIME = {
     "Server": ("nbdist.runtime.server", "Server"),
+    "ServerDef": ("nbdist.runtime.server", "ServerDef"),
     "ClusterSpec": ("nbdist.runtime.cluster", "ClusterSpec"),
 }
 
