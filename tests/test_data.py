@@ -4,6 +4,8 @@ Shuffled orders are not compared with TF's (nbdist's generator is numpy's, not T
 Philox): only that each epoch holds every element once, and that a seed fixes the order.
 """
 
+import time
+
 import numpy as np
 import pytest
 
@@ -156,5 +158,25 @@ def test_reset_clears_an_iterator_on_its_task():
             pytest.raises(tf.errors.FailedPreconditionError, match="not been initialized"),
         ):
             sess.run(nxt)
+    finally:
+        server.stop()
+
+
+def test_a_sessions_anonymous_iterator_goes_when_the_session_closes():
+    server = tf.train.Server.create_local_server()
+    try:
+        tf.reset_default_graph()
+        anonymous = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
+        shared = tf.data.Dataset.range(3).make_initializable_iterator(shared_name="kept")
+        with tf.Session(server.target) as sess:
+            sess.run(shared.initializer)
+            assert sess.run([anonymous, shared.get_next()]) == [0, 0]
+            kinds = [k for k in server.worker.resources._resources if k[1] == "iterator"]
+            assert len(kinds) == 2
+        deadline = time.monotonic() + 10
+        while len([k for k in server.worker.resources._resources if k[1] == "iterator"]) != 1:
+            assert time.monotonic() < deadline, "the closed session's iterator is still held"
+            time.sleep(0.02)
+        assert [k[2] for k in server.worker.resources._resources if k[1] == "iterator"] == ["kept"]
     finally:
         server.stop()

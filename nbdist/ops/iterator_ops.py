@@ -11,9 +11,9 @@ take it as a ref input, so they run where it lives — a worker or a ps of a rea
 - ``OneShotIterator`` carries the spec *and* its constant values as attrs, so the iterator
   starts itself when first used on its task.
 
-The iterator outlives steps and sessions on its task, as a variable does, and
-`tf.Session.reset` clears it. An iterator without `shared_name` is keyed by its op's name:
-two sessions on one cluster share it (TF gives each session its own).
+An iterator with a `shared_name` outlives sessions on its task and is shared by them, as
+a variable is; without one, each session has its own (as in TF). `tf.Session.reset`
+clears both.
 """
 
 import threading
@@ -59,7 +59,10 @@ class IteratorResource:
         return tuple(np.asarray(v, dtype=t.np) for v, t in zip(element, self.output_types))
 
 
-ITERATOR = registry.resource_kind("iterator", IteratorResource, attrs=("output_types", "output_shapes"))
+# Without a shared_name each session has its own iterator, as in TF.
+ITERATOR = registry.resource_kind(
+    "iterator", IteratorResource, attrs=("output_types", "output_shapes"), per_session=True
+)
 
 
 def _handle_shape(inputs, attrs):
@@ -67,7 +70,7 @@ def _handle_shape(inputs, attrs):
 
 
 def _creator_kernel(ctx, node):
-    return np.array(ctx.resources.resource(ITERATOR, node).name.encode(), dtype=object)
+    return np.array(ctx.resources.resource(ITERATOR, node, session=ctx.session).name.encode(), dtype=object)
 
 
 for _creator in ("IteratorV2", "OneShotIterator"):

@@ -110,7 +110,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     return d
 
 
-def resource_kind(name, factory, attrs=()):
+def resource_kind(name, factory, attrs=(), per_session=False):
     """Declares a kind of resource; returns its `ResourceKind`.
 
     Args:
@@ -118,13 +118,14 @@ def resource_kind(name, factory, attrs=()):
             ``ref_inputs``.
         factory: ``factory(name, device, attrs) -> resource`` (see `ResourceKind`).
         attrs: attr names every creator node of this kind must carry.
+        per_session: one resource per session when the creator has no ``shared_name``.
 
     Raises:
         ValueError: the name is declared already.
     """
     if name in _KINDS:
         raise ValueError(f"resource kind {name!r} is already declared")
-    kind = _KINDS[name] = ResourceKind(name, factory, attrs)
+    kind = _KINDS[name] = ResourceKind(name, factory, attrs, per_session)
     return kind
 
 

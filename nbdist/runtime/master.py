@@ -17,6 +17,7 @@ bounds it. When a partition fails, the others are aborted and the error is retur
 Tensors between partitions go worker to worker (one message per cross-task tensor).
 """
 
+import contextlib
 import itertools
 import os
 import threading
@@ -36,6 +37,8 @@ DEFAULT_STEP_TIMEOUT_S = 600.0
 # Partitions get a grace second to report their own, more precise timeout (which _Recv
 # keys they still wait for) before the master gives up on them.
 _TIMEOUT_GRACE_S = 1.0
+# Bound on releasing a closed session's resources on one task.
+_CLEANUP_TIMEOUT_S = 5.0
 
 
 class _MasterSession:
@@ -46,6 +49,7 @@ class _MasterSession:
         self.by_name = {}
         self.steps = {}  # signature -> _StepPlan
         self.running = set()  # _Steps in flight (I/O thread only); closing cancels them
+        self.tasks = set()  # every task a partition of this session was registered on
         self.lock = threading.Lock()
 
     def extend(self, graph_def, expected_version):
@@ -181,6 +185,10 @@ class MasterService:
             plans = list(session.steps.values())
             session.steps.clear()
         self._deregister(plans)
+        # The session's own resources (anonymous iterators) go with it, on every task it used.
+        for task in sorted(session.tasks):
+            with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
+                self.worker(task).cleanup_all(None, _CLEANUP_TIMEOUT_S, session=handle)
 
     def reset(self, containers=None, timeout_s=None):
         """`tf.Session.reset`: closes every session of this master, then drops `containers`
@@ -263,6 +271,7 @@ class MasterService:
                 handles[task] = self.worker(task).register_graph(part)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
+            session.tasks.update(parts)
             return plan
 
     def abort_step(self, step, message):
@@ -314,6 +323,7 @@ class _Step:
                 "timeout_s": self.timeout_s,
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
+                "session": self.session.handle,
             }
             if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)

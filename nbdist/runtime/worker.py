@@ -15,7 +15,7 @@ the I/O thread's `PeerChannels`)::
     stub.deregister_graph(handle)                      # best effort
     cancel = stub.run_graph(body, on_done, on_error)   # the I/O thread; never blocks
     stub.abort_step(step_id, message)                  # the I/O thread; one-way
-    stub.cleanup_all(containers, timeout_s)            # a pool thread; may block
+    stub.cleanup_all(containers, timeout_s, session)   # a pool thread; may block
 
 `run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process"})`` or
 ``on_error(exc)`` later, on the I/O thread.
@@ -102,7 +102,7 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False):
+    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, session=""):
         """Runs a registered partition for `step_id`; returns ``(fetch values, trace dict)``.
 
         Raises:
@@ -126,6 +126,7 @@ class WorkerService:
             deadline,
             ops,
             self.task_device + "/device:CPU:0",
+            session,
         )
         if self.delay_s:
             time.sleep(
@@ -180,9 +181,15 @@ class WorkerService:
             },
         }
 
-    def cleanup_all(self, containers=None):
-        """Drops the resources of `containers` (all of them when empty): TF's CleanupAll."""
-        if not containers:
+    def cleanup_all(self, containers=None, session=None):
+        """Drops the resources of `containers` (all of them when empty): TF's CleanupAll.
+
+        With `session`, drops only that session's own resources (its anonymous iterators),
+        which its master asks for when the session closes.
+        """
+        if session is not None:
+            self.resources.clear_session(session)
+        elif not containers:
             self.resources.clear()
         else:
             for c in containers:
@@ -210,7 +217,12 @@ class WorkerService:
 
     def _rpc_run_graph(self, msg, responder):
         values, stats = self.run_graph(
-            msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
+            msg["handle"],
+            msg["step_id"],
+            msg.get("feeds", []),
+            msg.get("timeout_s"),
+            msg.get("trace", False),
+            msg.get("session", ""),
         )
         client = msg.get("deliver_to")
         nbytes = sum(getattr(v, "nbytes", 0) for v in values)
@@ -243,7 +255,7 @@ class WorkerService:
         return None, None  # one-way: one message per cross-task tensor
 
     def _rpc_cleanup_all(self, msg, responder):
-        self.cleanup_all(msg.get("containers"))
+        self.cleanup_all(msg.get("containers"), msg.get("session"))
         return "CleanupAllResponse", {}
 
 
@@ -270,7 +282,14 @@ class LocalWorker:
         self.service.deregister_graph(handle)
 
     def run_graph(self, body, on_done, on_error):
-        args = (body["handle"], body["step_id"], body["feeds"], body["timeout_s"], body["trace"])
+        args = (
+            body["handle"],
+            body["step_id"],
+            body["feeds"],
+            body["timeout_s"],
+            body["trace"],
+            body["session"],
+        )
         service, loop = self.service, self._loop
         if service.runs_quickly(args[0]):
             try:
@@ -296,8 +315,8 @@ class LocalWorker:
     def abort_step(self, step_id, message):
         self.service.abort_step(step_id, message)
 
-    def cleanup_all(self, containers, timeout_s=None):
-        self.service.cleanup_all(containers)
+    def cleanup_all(self, containers, timeout_s=None, session=None):
+        self.service.cleanup_all(containers, session)
 
 
 class RemoteWorker:
@@ -334,6 +353,7 @@ class RemoteWorker:
     def abort_step(self, step_id, message):
         self._loop.peers.send(self.address, self.task, "AbortStep", {"step_id": step_id, "message": message})
 
-    def cleanup_all(self, containers, timeout_s=None):
+    def cleanup_all(self, containers, timeout_s=None, session=None):
         channel = transport.channel_to(self.address, self.task, self._key)
-        channel.call("CleanupAll", {"containers": list(containers or [])}, timeout_s=timeout_s)
+        body = {"containers": list(containers or []), "session": session}
+        channel.call("CleanupAll", body, timeout_s=timeout_s)

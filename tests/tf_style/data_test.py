@@ -122,6 +122,20 @@ class DistributedDatasetTest(tf.test.TestCase):
             with self.assertRaises(tf.errors.OutOfRangeError):
                 sess.run(total)
 
+    def testEachSessionHasItsOwnAnonymousIterators(self):
+        with tf.device("/job:worker/task:1"):
+            it = tf.data.Dataset.range(5).make_initializable_iterator()
+            nxt = it.get_next()
+            one_shot = tf.data.Dataset.range(5).make_one_shot_iterator().get_next()
+        with tf.Session(self.workers[0].target) as a:
+            a.run(it.initializer)
+            self.assertEqual([0, 1], [a.run(nxt), a.run(nxt)])
+            self.assertEqual([0, 1], [a.run(one_shot), a.run(one_shot)])
+        with tf.Session(self.workers[0].target) as b:
+            with self.assertRaises(tf.errors.FailedPreconditionError):
+                b.run(nxt)
+            self.assertEqual(0, b.run(one_shot))
+
     def testOneShotIteratorOnAWorkerFeedsAVariableUpdateOnThePs(self):
         with tf.device("/job:ps/task:0"):
             acc = tf.Variable(0.0, name="acc")
