@@ -88,8 +88,8 @@ _export_all(
     _index_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import nn, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.platform import app, flags  # noqa: E402 - tf.app, tf.flags (absl's flags, as TF 1.x)
+from nbdist import data, nn, summary, train  # noqa: E402 - the namespaces use the names above
+from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 
 __version__ = "0.1.0"

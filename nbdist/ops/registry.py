@@ -113,7 +113,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     return d
 
 
-def resource_kind(name, factory, attrs=(), watched=False):
+def resource_kind(name, factory, attrs=(), watched=False, per_session=False):
     """Declares a kind of resource; returns its `ResourceKind`.
 
     Args:
@@ -124,13 +124,14 @@ def resource_kind(name, factory, attrs=(), watched=False):
         watched: record every op on a resource of this kind in its task's activity log
             (`ResourceManager.activity`), so a traced step's timeline shows the resource as a
             lane; its resources then need a ``snapshot()`` method (a small dict of numbers).
+        per_session: one resource per session when the creator has no ``shared_name``.
 
     Raises:
         ValueError: the name is declared already.
     """
     if name in _KINDS:
         raise ValueError(f"resource kind {name!r} is already declared")
-    kind = _KINDS[name] = ResourceKind(name, factory, attrs, watched)
+    kind = _KINDS[name] = ResourceKind(name, factory, attrs, watched, per_session)
     return kind
 
 

@@ -198,7 +198,9 @@ class Session(BaseSession):
 
     @staticmethod
     def reset(target, containers=None, config=None):
-        """Clears the resources (variables) held by every task reachable from `target`."""
+        """Closes every session of the master at `target` (their next `run` raises
+        `AbortedError`) and clears the resource `containers` (all when None) on every task
+        of its cluster, as TF's. `config.operation_timeout_in_ms` bounds the wait."""
         from nbdist.runtime.remote import reset  # noqa: PLC0415
 
         reset(target, containers, config)

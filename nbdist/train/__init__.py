@@ -80,6 +80,7 @@ __all__ = [
     "Scaffold",
     "SecondOrStepTimer",
     "Server",
+    "ServerDef",
     "SessionCreator",
     "SessionManager",
     "SessionRunArgs",
@@ -116,6 +117,7 @@ _NBDIST_ADDITIONS = ("ReportHook",)
 
 _RUNTIME = {
     "Server": ("nbdist.runtime.server", "Server"),
+    "ServerDef": ("nbdist.runtime.server", "ServerDef"),
     "ClusterSpec": ("nbdist.runtime.cluster", "ClusterSpec"),
 }
 
