@@ -86,6 +86,7 @@ def test_malformed_messages_never_kill_the_server(signed):
                 "Pong",
                 "StatusResponse",
                 "ResetResponse",
+                "CleanupAllResponse",
                 "CloseSessionResponse",
                 "CreateSessionResponse",
                 "ExtendSessionResponse",
