@@ -400,3 +400,92 @@ def _wait_until_initialized(sess, variables, task_index):
                     "to initialise the variables on the ps; is the chief running?",
                 ) from None
             time.sleep(0.05)
+
+
+# -- what a learner should notice --------------------------------------------------------------------------
+def what_to_notice(settings, summary, steps_per_worker=None, previous=None):
+    """A few plain sentences on a run: how its mode works, what was measured, how it compares
+    with the previous run, and what to try next.
+
+    Args:
+        settings: the run's `Settings`.
+        summary: `nbdist.notebook.run_charts.run_summary` of its metric events.
+        steps_per_worker: `Result.steps_per_worker` (between-graph modes), when known.
+        previous: ``(settings, summary)`` of the run to compare with, or None.
+
+    Returns:
+        A list of sentences.
+    """
+    lines = [_how_it_works(settings)]
+    rate = summary["global_steps_per_s"]
+    if summary["global_step"] is not None:
+        measured = f"This run: global step {summary['global_step']:.0f} after {summary['duration_s']:.1f} s"
+        lines.append(measured + (f", {rate:.1f} global steps/s." if rate else "."))
+    lost = _what_was_lost(settings, summary, steps_per_worker)
+    if lost:
+        lines.append(lost)
+    if previous is not None and rate and previous[1]["global_steps_per_s"]:
+        before = previous[1]["global_steps_per_s"]
+        ratio = rate / before
+        pace = f"{ratio:.1f} times as fast" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
+        lines.append(
+            f"Previous run ({previous[0].describe()}): {before:.1f} global steps/s; this one is {pace}."
+        )
+    lines.append("Try next: " + _try_next(settings))
+    return lines
+
+
+def _how_it_works(settings):
+    straggler = settings.straggler is not None
+    if settings.mode == "in-graph":
+        return (
+            "In-graph: one client runs every worker's tower in one step and the ps averages their "
+            "gradients, so a step lasts as long as its slowest tower"
+            + (" and the straggler sets the pace." if straggler else ".")
+        )
+    if settings.mode == "async":
+        return (
+            "Async: every worker is its own client and applies its gradient as soon as it has it. "
+            + ("Nobody waits for the straggler, but " if straggler else "Nobody waits, but ")
+            + "an update may come from weights others changed meanwhile: its staleness."
+        )
+    backup = (
+        f" With {settings.backup_workers} backup worker{'s' * (settings.backup_workers > 1)}, a step "
+        "does not wait for the slowest gradients: they arrive late and are dropped."
+        if settings.backup_workers
+        else " Without backup workers a step waits for its last gradient."
+    )
+    return (
+        f"Sync: each global step averages {settings.aggregated} fresh gradients (any worker's; a "
+        "gradient computed from an older step is dropped)." + backup
+    )
+
+
+def _what_was_lost(settings, summary, steps_per_worker):
+    straggler = settings.straggler
+    if settings.mode == "async" and summary["staleness"]:
+        values = summary["staleness"]
+        text = f"Mean staleness {sum(values) / len(values):.1f} updates (max {max(values):.0f})"
+        if straggler and steps_per_worker:
+            text += f"; the straggler ran {steps_per_worker.get(f'worker:{settings.workers - 1}', 0)} steps"
+        return text + "."
+    if settings.mode == "sync" and summary["dropped"]:
+        dropped, sent = sum(summary["dropped"].values()), sum(summary["local_steps"].values())
+        text = f"{dropped:.0f} of {sent:.0f} gradients dropped"
+        if straggler in summary["dropped"]:
+            mine = summary["dropped"][straggler]
+            text += f", {mine:.0f} of the straggler's {summary['local_steps'][straggler]:.0f}"
+        return text + "."
+    return None
+
+
+def _try_next(settings):
+    if not settings.straggler:
+        return "a straggler (a delay on the last worker), to see who waits for whom."
+    if settings.mode == "sync" and not settings.backup_workers:
+        return "1 backup worker: the straggler's gradients are dropped instead of waited for."
+    if settings.mode == "sync":
+        return "0 backup workers (the previous run is kept in grey to compare), or async."
+    if settings.mode == "async":
+        return "sync, with and without a backup worker: fresh gradients only, at what speed?"
+    return "async or sync: between-graph replication, every worker its own client."
