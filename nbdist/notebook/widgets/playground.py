@@ -69,6 +69,8 @@ class Run:
         result: the `Result` of `train` (None until done or stopped).
         error: what went wrong (``"failed"``), as text.
         pids: ``{(job, index): pid}`` of its cluster's task processes.
+        cluster_up_at, cluster_down_at: ``time.monotonic()`` when its cluster was ready and
+            when it had stopped (None until then).
         output: the last lines the worker clients printed.
     """
 
@@ -80,6 +82,7 @@ class Run:
         self.result = None
         self.error = None
         self.pids = {}
+        self.cluster_up_at = self.cluster_down_at = None
         self.output = collections.deque(maxlen=200)
         self.stop_requested = threading.Event()
         self.thread = None
@@ -157,6 +160,17 @@ class Playground(_VBox):
             "steps": steps,
         }
         self.runs = []
+        self._redrawer = None  # (close() runs even when __init__ raised: at garbage collection)
+        super().__init__()
+        try:
+            for name, value in initial.items():
+                allowed = [v for _, v in CHOICES[name]]
+                if value not in allowed:
+                    raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+            Settings(**{**initial, "backup_workers": backup_workers if mode == "sync" else 0})
+        except ValueError:
+            self.close()
+            raise
         self.redraws = 0
         self.png = b""
         self._draw_lock = threading.Lock()
@@ -165,7 +179,6 @@ class Playground(_VBox):
         self.controls["mode"].observe(self._on_mode, names="value")
         self._on_workers()
         self._on_mode()
-        self.settings()  # refuse settings that cannot train now, not at Train
         self.train_button = _w.Button(description="Train", icon="play", button_style="success")
         self.stop_button = _w.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
         self.train_button.on_click(lambda _: self.train())
@@ -190,25 +203,14 @@ class Playground(_VBox):
         c = self.controls
         left = _w.VBox([c["mode"], c["ps"], c["workers"], c["backup_workers"]])
         right = _w.VBox([c["straggler_ms"], c["steps"], _w.HBox([self.train_button, self.stop_button])])
-        super().__init__(
-            [
-                self.title,
-                _w.HBox([left, right]),
-                self.status,
-                self.image,
-                self.notice,
-                self.table,
-                self.cluster_box,
-            ]
-        )
+        top = _w.HBox([left, right])
+        self.children = (self.title, top, self.status, self.image, self.notice, self.table, self.cluster_box)
         self.add_class("nbdist-playground")
         self._redrawer = Redrawer(self._draw, max_redraws_per_s, name="nbdist-playground")
 
     # -- controls ------------------------------------------------------------------------------------
     def _control(self, name, value):
         values = [v for _, v in CHOICES[name]]
-        if value not in values:
-            raise ValueError(f"{name} must be one of {values}, got {value!r}")
         control = _w.ToggleButtons(
             options=CHOICES[name],
             value=value,
@@ -294,7 +296,8 @@ class Playground(_VBox):
         stops drawing and closes the widget."""
         self.stop()
         self.wait(timeout_s)
-        self._redrawer.close()
+        if self._redrawer is not None:
+            self._redrawer.close()
         super().close()
 
     def _run(self, run, previous):
@@ -313,7 +316,7 @@ class Playground(_VBox):
             run.state = "starting"
             self._redrawer.request()
             cluster = run.settings.start_cluster()
-            run.pids = cluster.pids
+            run.pids, run.cluster_up_at = cluster.pids, time.monotonic()
             view = cluster.status_view()
             self.cluster_box.children = (view,) if view is not None else ()
             run.state, run._started = "training", time.monotonic()
@@ -333,6 +336,7 @@ class Playground(_VBox):
         finally:
             if cluster is not None:
                 cluster.stop()
+                run.cluster_down_at = time.monotonic()
             if run._started is not None:
                 run.elapsed_s = time.monotonic() - run._started
             if run is self.runs[-1]:
