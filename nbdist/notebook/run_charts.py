@@ -12,7 +12,7 @@ import html
 from nbdist.notebook.charts import line_colors
 from nbdist.notebook.graph_model import task_sort_key
 
-PREVIOUS_RUN_COLOR = "#b8b8b8"
+PREVIOUS_RUN_COLOR = "#b0b8c6"  # a cool grey: no blend of black, white and the line colours
 
 
 def run_summary(history):

@@ -189,6 +189,9 @@ class Playground(_VBox):
         self.notice = _w.HTML()
         self.table = _w.HTML()
         self.cluster_box = _w.VBox()
+        cluster_caption = _w.HTML(
+            "<b>The cluster's tasks</b> (one server process each; live while a run trains)"
+        )
         for widget, css in [
             (self.train_button, "train"),
             (self.stop_button, "stop"),
@@ -204,7 +207,8 @@ class Playground(_VBox):
         left = _w.VBox([c["mode"], c["ps"], c["workers"], c["backup_workers"]])
         right = _w.VBox([c["straggler_ms"], c["steps"], _w.HBox([self.train_button, self.stop_button])])
         top = _w.HBox([left, right])
-        self.children = (self.title, top, self.status, self.image, self.notice, self.table, self.cluster_box)
+        parts = [self.title, top, self.status, self.image, self.notice, self.table, cluster_caption]
+        self.children = (*parts, self.cluster_box)
         self.add_class("nbdist-playground")
         self._redrawer = Redrawer(self._draw, max_redraws_per_s, name="nbdist-playground")
 
@@ -216,7 +220,7 @@ class Playground(_VBox):
             value=value,
             description=LABELS[name],
             tooltips=[TOOLTIPS.get(str(v), "") for v in values],
-            style={"button_width": "64px", "description_width": "110px"},
+            style={"button_width": "78px", "description_width": "110px"},
         )
         control.add_class(f"nbdist-playground-{name.replace('_', '-')}")
         return control
@@ -385,11 +389,11 @@ class Playground(_VBox):
 
 
 _TITLE = (
-    "<h3 style='margin:4px 0'>Distributed training playground</h3>"
-    "<div style='max-width:900px'>Every Train starts a real cluster of server processes on this "
-    "machine (ps tasks hold the variables, worker tasks compute the gradients), trains a small "
-    "classifier of three spirals on it, then stops it. The straggler is the last worker, slowed by "
-    "the chosen delay before every piece of a step it runs. The previous run stays in grey.</div>"
+    "<div style='max-width:900px;line-height:1.4'><b>Distributed training playground.</b> Every "
+    "Train starts a real cluster of server processes on this machine (ps tasks hold the variables, "
+    "worker tasks compute the gradients), trains a small classifier of three spirals on it, then "
+    "stops it. The straggler is the last worker, slowed by the chosen delay before every piece of "
+    "a step it runs. The previous run stays in grey.</div>"
 )
 _STATE_TEXT = {
     "waiting": "waiting for the previous run to stop its cluster",
