@@ -104,7 +104,7 @@ def runs_figure(
         ax.set_xlabel("time since the first step (s)")
         ax.grid(alpha=0.3)
         if ax.lines:
-            ax.legend(fontsize=7, frameon=False, loc="upper right" if ax is ax_loss else "upper left")
+            ax.legend(fontsize=7, frameon=False, loc="upper right" if ax is ax_loss else "lower right")
     if not current.count:
         ax_loss.text(
             0.5, 0.5, "waiting for the first step…", ha="center", va="center", transform=ax_loss.transAxes
