@@ -105,6 +105,7 @@ _NOTEBOOK_NAMES = {
     "show_placement": "nbdist.notebook.widgets",
     "show_timeline": "nbdist.notebook.widgets",
     "Dashboard": "nbdist.notebook.widgets",
+    "Playground": "nbdist.notebook.widgets",
     "export_chrome_trace": "nbdist.notebook.trace",
 }
 
