@@ -4,6 +4,15 @@ import os
 
 import pytest
 
+from procs import REPO
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    """Kernels (and their clusters) started by the test import this checkout of nbdist."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
+
 
 @pytest.fixture(scope="session")
 def tf1_graph_mode():

@@ -26,13 +26,6 @@ NOTEBOOKS = sorted((Path(REPO) / "notebooks").glob("*.ipynb"))
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-@pytest.fixture
-def kernel_env(monkeypatch):
-    """Kernels started by the test import this checkout of nbdist."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
-
-
 def execute(nb, cwd):
     from nbclient import NotebookClient
 
