@@ -105,7 +105,7 @@ SHOWN = {
         "client /job:worker/task:1: RunStep at the master of /job:worker/replica:0/task:1; "
         "RunGraph on /job:ps/replica:0/task:0, /job:worker/replica:0/task:1",
         "<nbdist GraphView: placed, 80 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
-        "the last update's number: 404 = 4 earlier steps + 200 + 200",
+        "the last update's number: 404 = 4 earlier steps (above) + 200 + 200",
     ],
 }
 
