@@ -99,6 +99,7 @@ __version__ = "0.1.0"
 _NOTEBOOK_NAMES = {
     "LocalCluster": "nbdist.notebook.cluster",
     "report": "nbdist.notebook.events",
+    "report_trace": "nbdist.notebook.events",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
     "show_graph": "nbdist.notebook.widgets",
