@@ -134,7 +134,7 @@ def test_start_here_maps_every_term_and_is_honest_about_the_notebooks():
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for term in GLOSSARY:
         assert f"| **{term}** |" in text, f"00 has no row for {term!r}"
-    linked = set(re.findall(r"\]\((\d\d_\w+\.ipynb)\)", text))
+    linked = set(re.findall(r"\]\(((?:\d\d_\w+|playground)\.ipynb)\)", text))
     assert linked == {p.name for p in NOTEBOOKS} - {start_here.name}
     coming = set(re.findall(r"(\d\d) · [^*|]*\*\(coming\)\*", text))
     landed = [n for n in sorted(coming) if any(p.name.startswith(f"{n}_") for p in NOTEBOOKS)]
