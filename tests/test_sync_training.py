@@ -122,3 +122,30 @@ def test_workers_that_stop_hand_back_their_tokens_so_the_chief_is_not_left_waiti
         chief.close()
     finally:
         procs.stop()
+
+
+def test_closing_between_take_and_enqueue_ends_the_chiefs_queue_runner_quietly():
+    # The chief closes the sync machinery when it stops; its queue runner may be past take_grad,
+    # about to enqueue the new tokens. That enqueue meets a closed queue (CancelledError): a
+    # clean end, not an error for the chief's Coordinator (which would fail its session's close).
+    graph = tf.Graph()
+    with graph.as_default():
+        global_step = tf.train.get_or_create_global_step()
+        w = tf.Variable(tf.zeros([2]), name="w")
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), replicas_to_aggregate=1)
+        train_op = opt.minimize(tf.reduce_sum(tf.square(w - 1.0)), global_step=global_step)
+        close_tokens = graph.get_operation_by_name("sync_replicas/sync_token_q_Close")  # the token queue only
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(opt.chief_init_op)
+            coord = tf.train.Coordinator()
+            threads = opt.get_chief_queue_runner().create_threads(sess, coord=coord, daemon=True, start=True)
+            sess.run(close_tokens)
+            with pytest.raises(tf.errors.OutOfRangeError, match="sync_token_q"):
+                sess.run(train_op)  # its gradient goes in; the queue runner takes it, then enqueues
+            deadline = time.monotonic() + 10
+            while sess.run(global_step) < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert sess.run(global_step) == 1  # the step was applied before the enqueue failed
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=10)  # raises the thread's error, if any

@@ -35,6 +35,7 @@ come, and no token either. (TF has the same hang.)
 
 import logging
 
+from nbdist import errors
 from nbdist.graph.graph import GraphKeys, get_default_graph
 from nbdist.ops import array_ops, control_flow_ops, math_ops, reduction_ops, state_ops
 from nbdist.ops.accumulator_ops import ConditionalAccumulator
@@ -174,8 +175,15 @@ class SyncReplicasOptimizer(Optimizer):
             # queue runner's cancel op ends synchronous training for everyone: the token queue
             # and the accumulators close (TF cancels only its dummy queue, and the chief's
             # take_grad and the other workers' dequeues then wait for ever).
+            # Closed sync machinery ends the thread quietly wherever the sync op meets it: its
+            # take_grad (OutOfRangeError) or, closed between take and enqueue, its enqueue of
+            # the new tokens (CancelledError), which would otherwise reach the chief's
+            # Coordinator and fail its session's close.
             self._chief_queue_runner = QueueRunner(
-                self._dummy_queue, [self._sync_op], cancel_op=self.get_close_op()
+                self._dummy_queue,
+                [self._sync_op],
+                cancel_op=self.get_close_op(),
+                queue_closed_exception_types=(errors.OutOfRangeError, errors.CancelledError),
             )
         self._gradients_applied = True
         # 1 when this worker's gradient of the step came too late and was dropped, else 0.
