@@ -127,12 +127,12 @@ def per_worker(history, metric):
             for task, events in sorted(history.snapshot().items())}
 
 staleness = per_worker(async_dash.history, "staleness")
-top = max(max(v) for v in staleness.values())
+top = max(max(v, default=0) for v in staleness.values())
 fig, ax = plt.subplots(figsize=(8, 3.2))
 for i, (task, values) in enumerate(staleness.items()):
     counts = np.bincount(values, minlength=top + 1)
     ax.bar(np.arange(top + 1) + (i - 1) * 0.27, counts, width=0.27, color=WORKER_COLORS[task],
-           label=f"{task} (mean {np.mean(values):.1f})")
+           label=f"{task} (mean {np.mean(values or [0]):.1f})")
 ax.set_xlabel("staleness: other updates applied while this gradient was computed")
 ax.set_ylabel("updates")
 ax.set_title("asynchronous: staleness of the applied gradients, per worker")
