@@ -36,7 +36,8 @@ name of TF's is there.
 
 nbdist's own additions, outside TF's names: `tf.train.staleness.of(train_op)` and
 `tf.train.staleness.dropped_of(train_op)` (what asynchronous and synchronous training lose),
-`ConditionalAccumulator.num_dropped()` / `.close()`, `SyncReplicasOptimizer.get_close_op()`,
+`ConditionalAccumulator.num_dropped()` / `.close()`, `SyncReplicasOptimizer.get_close_op()` /
+`.get_release_token_op()`,
 `tf.train.in_graph.replicate(model_fn, optimizer, num_towers)` and
 `tf.train.in_graph.average_gradients(tower_grads)` (in-graph replication: a tower per worker
 task, gradients averaged on the ps),

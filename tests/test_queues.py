@@ -5,6 +5,7 @@ ps process: a dequeue that waits there does not stall the server, closing the se
 it, and a deadline names the queue.
 """
 
+import sys
 import threading
 import time
 
@@ -72,6 +73,57 @@ def test_dequeue_waits_for_an_enqueue_from_another_thread(graph):
         sess.run(enq, {x: 42})
         t.join(10)
         assert box == {"value": 42}
+
+
+def test_waiting_dequeues_are_served_in_the_order_they_came(graph):
+    # As TF's queues: a dequeue that finds another waiting gets in line, even when elements
+    # are there. (Otherwise a fast replica takes every token while a slow one waits.)
+    q = tf.FIFOQueue(5, tf.int32, shapes=())
+    first = q.dequeue()
+    with tf.control_dependencies([q.enqueue_many([[7, 8]])]):
+        later = q.dequeue()  # arrives just after the elements, in the same step
+    with tf.Session() as sess:
+        t, box = _in_thread(lambda: sess.run(first))
+        time.sleep(0.2)
+        assert t.is_alive()  # waiting first
+        assert sess.run(later, options=tf.RunOptions(timeout_in_ms=10000)) == 8
+        t.join(10)
+        assert box == {"value": 7}
+
+
+def test_dequeues_woken_together_never_both_take_one_element(graph):
+    # Several steps waiting on one queue wake at every enqueue; the one served takes its
+    # element in the same act as finding it. Before, two could both see one element and the
+    # second failed with "closed and has insufficient elements" on a queue never closed.
+    q = tf.FIFOQueue(-1, tf.int64, shapes=())
+    x = tf.placeholder(tf.int64, [None])
+    enq, deq = q.enqueue_many((x,)), q.dequeue()
+    consumers, per_consumer = 8, 200
+    got, failures = [], []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: widen any race
+    try:
+        with tf.Session() as sess:
+
+            def consume():
+                for _ in range(per_consumer):
+                    try:
+                        got.append(int(sess.run(deq, options=tf.RunOptions(timeout_in_ms=30000))))
+                    except tf.errors.OpError as e:
+                        failures.append(e)
+                        return
+
+            threads = [threading.Thread(target=consume, daemon=True) for _ in range(consumers)]
+            for t in threads:
+                t.start()
+            for i in range(consumers * per_consumer):
+                sess.run(enq, {x: [i]})
+            for t in threads:
+                t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert sorted(got) == list(range(consumers * per_consumer))
 
 
 def test_enqueue_into_a_full_queue_waits_for_room(graph):

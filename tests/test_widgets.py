@@ -177,6 +177,18 @@ def test_dashboard_subscribes_and_replays_the_stream_history():
     assert dash.history.count == 2
 
 
+def test_a_dashboard_without_replay_shows_only_what_is_reported_from_now_on():
+    stream = EventStream()
+    stream.publish(metric("/job:worker/task:0", 1, 0.9))  # an earlier experiment
+    late = {**metric("/job:worker/task:0", 2, 0.8), "time": time.time() - 1.0}
+    dash = widgets.Dashboard(stream, replay=False)
+    stream.publish(late)  # reported before the dashboard existed, arriving after
+    stream.publish(metric("/job:worker/task:1", 1, 0.5))
+    dash.stop()
+    assert dash.history.count == 1
+    assert list(dash.history.summary()["tasks"]) == ["/job:worker/task:1"]
+
+
 def test_dashboard_defaults_to_the_current_event_stream():
     dash = widgets.Dashboard()
     tf.report(step=4, loss=0.25)

@@ -13,6 +13,12 @@ holds no thread per op and never stalls the server; it ends when an element arri
 queue is closed (``OutOfRangeError``, TF's end-of-input), the step's deadline passes
 (``DeadlineExceededError`` naming the queue and its size) or the step is cancelled (its
 session closed: ``CancelledError``).
+
+Dequeues are served in the order they arrived, as TF's queues serve their pending
+attempts: a dequeue that finds others waiting gets in line behind them, even if elements
+are there (so a fast replica cannot take every token of `SyncReplicasOptimizer` while a
+slow one waits). The one at the head takes its elements in its ready function (a claim on
+the step, `StepContext.claim`), so two steps woken together never both see one element.
 """
 
 import collections
@@ -45,6 +51,7 @@ class QueueResource:
         seed = (int(attrs.get("seed", 0)), int(attrs.get("seed2", 0)))
         self._rng = np.random.default_rng(None if seed == (0, 0) else list(seed))
         self.items = collections.deque()
+        self.dequeuers = collections.deque()  # waiting dequeues, first come first served: (ctx, node name)
         self.closed = False
         self.lock = threading.Lock()
 
@@ -71,11 +78,45 @@ class QueueResource:
             return None
         return f"room for {n} element(s) in {self.describe()}"
 
-    def elements_for(self, n):
-        # A shuffle queue keeps `min_after_dequeue` elements back until it is closed.
-        if self.closed or len(self.items) >= n + self.min_after_dequeue:
+    def serve_dequeue(self, ctx, node, n, up_to=False):
+        """A dequeue's ready function (under the lock): None once it may run, else what it waits for.
+
+        The dequeue at the head of the line (or arriving when nobody waits) that finds its
+        elements takes them now, as a claim its kernel collects; once the queue is closed
+        it runs without a claim if too few are left (its kernel raises `OutOfRangeError`).
+        """
+        if ctx.has_claim(node):
             return None
-        return f"{n} element(s) from {self.describe()}"
+        me = (ctx, node.name)
+        if any(waiter.finished for waiter, _ in self.dequeuers):  # steps that gave up waiting
+            self.dequeuers = collections.deque(w for w in self.dequeuers if not w[0].finished)
+        if not self.dequeuers or self.dequeuers[0] == me:
+            # A shuffle queue keeps `min_after_dequeue` elements back until it is closed.
+            if len(self.items) >= n + (0 if self.closed else self.min_after_dequeue):
+                self._claim(ctx, node, self.take(n, node))
+                return None
+            if self.closed:
+                if up_to and self.items:
+                    self._claim(ctx, node, self.take(len(self.items), node))
+                elif self.dequeuers:
+                    self.dequeuers.popleft()
+                return None
+        if me not in self.dequeuers:
+            self.dequeuers.append(me)
+        ahead = self.dequeuers.index(me)
+        return f"{n} element(s) from {self.describe()}" + (
+            f" behind {ahead} earlier dequeue(s)" if ahead else ""
+        )
+
+    def _claim(self, ctx, node, elements):
+        if self.dequeuers and self.dequeuers[0] == (ctx, node.name):
+            self.dequeuers.popleft()
+        ctx.claim(node, elements, lambda: self._give_back(elements))
+
+    def _give_back(self, elements):
+        # The step failed after its dequeue was served: its elements go back to the front.
+        with self.lock:
+            self.items.extendleft(reversed(elements))
 
     # -- changes (under the lock) ----------------------------------------------------------------
     def put(self, elements, node):
@@ -218,27 +259,35 @@ def _outputs(values):
 @registry.ready("QueueDequeueV2")
 def _dequeue_ready(ctx, node, queue):
     with queue.lock:
-        return queue.elements_for(1)
+        return queue.serve_dequeue(ctx, node, 1)
+
+
+def _claimed(ctx, node, queue, n, up_to=False):
+    """The elements the ready function claimed; without a claim the queue closed too short."""
+    elements = ctx.pop_claim(node)
+    if elements is None:
+        with queue.lock:
+            elements = queue.take(n, node, up_to)  # raises OutOfRangeError (closed, too few left)
+    _changed(ctx)  # the next dequeue in line may go now
+    return elements
 
 
 @registry.kernel("QueueDequeueV2")
 def _dequeue_kernel(ctx, node, queue):
-    with queue.lock:
-        (element,) = queue.take(1, node)
-    _changed(ctx)
+    (element,) = _claimed(ctx, node, queue, 1)
     return _outputs(list(element))
 
 
 @registry.ready("QueueDequeueManyV2")
 def _dequeue_many_ready(ctx, node, queue, n):
     with queue.lock:
-        return queue.elements_for(int(n))
+        return queue.serve_dequeue(ctx, node, int(n))
 
 
 @registry.ready("QueueDequeueUpToV2")
 def _dequeue_up_to_ready(ctx, node, queue, n):
     with queue.lock:
-        return queue.elements_for(int(n))
+        return queue.serve_dequeue(ctx, node, int(n), up_to=True)
 
 
 def _stack(elements, queue):
@@ -254,18 +303,12 @@ def _stack(elements, queue):
 
 @registry.kernel("QueueDequeueManyV2")
 def _dequeue_many_kernel(ctx, node, queue, n):
-    with queue.lock:
-        elements = queue.take(int(n), node)
-    _changed(ctx)
-    return _stack(elements, queue)
+    return _stack(_claimed(ctx, node, queue, int(n)), queue)
 
 
 @registry.kernel("QueueDequeueUpToV2")
 def _dequeue_up_to_kernel(ctx, node, queue, n):
-    with queue.lock:
-        elements = queue.take(int(n), node, up_to=True)  # fewer once closed, if any are left
-    _changed(ctx)
-    return _stack(elements, queue)
+    return _stack(_claimed(ctx, node, queue, int(n), up_to=True), queue)  # fewer once closed
 
 
 # -- size, close -----------------------------------------------------------------------------------

@@ -30,6 +30,11 @@ HANG_REPORT_S = 10.0  # an unbounded wait logs what it waits for after this long
 class StepContext:
     """What kernels see of the step: resources, rendezvous, step id, trace, deadline.
 
+    A ready function may *claim* what its kernel will return (`claim`): a dequeue takes its
+    elements the moment it finds them, so two steps woken by the same enqueue can never
+    both be told "ready" for one element. A claim the kernel did not collect (the step
+    failed in between) is handed back when the step ends (`finish`).
+
     Args:
         resources: the task's `ResourceManager` (variables, ...).
         rendezvous: where `_Send` puts and `_Recv` takes tensors (None when unused).
@@ -39,7 +44,18 @@ class StepContext:
         session: the id of the step's session (keys per-session resources: iterators).
     """
 
-    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device", "cancelled", "session")
+    __slots__ = (
+        "resources",
+        "rendezvous",
+        "step_id",
+        "deadline",
+        "trace",
+        "device",
+        "cancelled",
+        "session",
+        "finished",
+        "_claims",
+    )
 
     def __init__(
         self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device="", session=""
@@ -52,10 +68,35 @@ class StepContext:
         self.device = device
         self.cancelled = None  # the error that ended this step from outside (session closed)
         self.session = session
+        self.finished = False  # set when the plan's run returned or raised (waits it left are void)
+        self._claims = None  # node name -> (value, give_back)
 
     def cancel(self, error):
         """Ends the step's waits with `error` (e.g. `CancelledError` when its session closes)."""
         self.cancelled = error
+        self.resources.notify()
+
+    def claim(self, node, value, give_back):
+        """Keeps `value` for `node`'s kernel; ``give_back()`` returns it if the kernel never runs."""
+        if self._claims is None:
+            self._claims = {}
+        self._claims[node.name] = (value, give_back)
+
+    def has_claim(self, node):
+        return self._claims is not None and node.name in self._claims
+
+    def pop_claim(self, node, default=None):
+        """The value claimed for `node` (and forgets it), or `default`."""
+        if self._claims is None or node.name not in self._claims:
+            return default
+        return self._claims.pop(node.name)[0]
+
+    def finish(self):
+        """Marks the step over: unclaimed values go back, and whoever waits behind it re-checks."""
+        self.finished = True
+        claims, self._claims = self._claims, None
+        for _, give_back in (claims or {}).values():
+            give_back()
         self.resources.notify()
 
     def abort_error(self):
@@ -175,8 +216,12 @@ class ExecutionPlan:
             feed_values: one value per feed name, in `feeds` order.
         """
         start = time.perf_counter()
-        with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
-            values = self._run(ctx, feed_values)
+        try:
+            with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
+                values = self._run(ctx, feed_values)
+        finally:
+            if self.may_block:  # a queue may hold this step's place in line, or a claim
+                ctx.finish()
         self.last_run_s = time.perf_counter() - start
         return values
 

@@ -4,7 +4,9 @@ After the session is created it waits for the global variables (the chief initia
 them), runs the local init (the chief also sets every accumulator's time step), seeds the
 token queue and starts the sync op's queue runner (chief only). At `end` the chief closes
 the token queue and the accumulators, so every other worker's blocked step ends with
-`OutOfRangeError` — a clean stop — instead of waiting for ever as it does in TF.
+`OutOfRangeError` — a clean stop — instead of waiting for ever as it does in TF; any
+other worker hands back the token it holds, so a chief still training is never left
+waiting for a gradient nobody will send (`SyncReplicasOptimizer.get_release_token_op`).
 """
 
 import logging
@@ -31,12 +33,12 @@ class SyncReplicasOptimizerHook(SessionRunHook):
             self._local_init_op = opt.chief_init_op
             self._q_runner = opt.get_chief_queue_runner()
             self._init_tokens_op = opt.get_init_tokens_op(self._num_tokens)
-            self._close_op = opt.get_close_op()
+            self._end_op = opt.get_close_op()
         else:
             self._local_init_op = opt.local_step_init_op
             self._q_runner = None
             self._init_tokens_op = None
-            self._close_op = None
+            self._end_op = opt.get_release_token_op()
         self._ready_for_local_init_op = opt.ready_for_local_init_op
 
     def after_create_session(self, session, coord):
@@ -54,10 +56,15 @@ class SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
 
     def end(self, session):
-        if self._close_op is None:
-            return
         try:
-            session.run(self._close_op)
-            _log.info("SyncReplicasOptimizer: the chief closed the token queue and the accumulators")
+            session.run(self._end_op)
+        except (errors.CancelledError, errors.OutOfRangeError):  # training is over: the queue is closed
+            return
         except errors.OpError as e:  # the ps may be gone already: nothing is left to release
-            _log.warning("SyncReplicasOptimizer: could not close the token queue: %s", e)
+            what = "close the token queue" if self._is_chief else "hand back its token"
+            _log.warning("SyncReplicasOptimizer: could not %s: %s", what, e)
+            return
+        if self._is_chief:
+            _log.info("SyncReplicasOptimizer: the chief closed the token queue and the accumulators")
+        else:
+            _log.info("SyncReplicasOptimizer: this worker stopped and handed back its token")

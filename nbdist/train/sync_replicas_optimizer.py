@@ -23,10 +23,20 @@ Where TF hangs, nbdist ends cleanly: when the chief's hook ends (its session clo
 `StopAtStepHook` stops it), it closes the token queue (cancelling pending enqueues) and
 the accumulators, so the other workers' blocked `dequeue` ends with `OutOfRangeError`,
 which `MonitoredTrainingSession`, `Supervisor` and `Coordinator` treat as a clean stop.
+
+And the other way round: a token is a promise of one more gradient (a worker dequeues
+it, then applies a gradient computed at that step). A worker that stops keeps that
+promise by handing its token back (`get_release_token_op`, run by the hook at a clean
+end). Without it the chief could wait for ever: `StopAtStepHook` checks the global step
+it read at the start of a run, so a chief whose run began two steps before the last one
+starts one run more, applies its gradient and waits for a token, while the others took
+the last step's tokens and stopped — fewer than `replicas_to_aggregate` gradients can
+come, and no token either. (TF has the same hang.)
 """
 
 import logging
 
+from nbdist import errors
 from nbdist.graph.graph import GraphKeys, get_default_graph
 from nbdist.ops import array_ops, control_flow_ops, math_ops, reduction_ops, state_ops
 from nbdist.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
@@ -160,12 +170,22 @@ class SyncReplicasOptimizer(Optimizer):
                 self._close_ops = [self._sync_token_queue.close(cancel_pending_enqueues=True)] + [
                     accum.close() for accum, _ in self._accumulator_list
                 ]
+                self._release_token_op = self._sync_token_queue.enqueue(
+                    self._local_step.value(), name="release_token"
+                )
             # When the chief's coordinator stops (its session closes, for whatever reason), the
             # queue runner's cancel op ends synchronous training for everyone: the token queue
             # and the accumulators close (TF cancels only its dummy queue, and the chief's
             # take_grad and the other workers' dequeues then wait for ever).
+            # Closed sync machinery ends the thread quietly wherever the sync op meets it: its
+            # take_grad (OutOfRangeError) or, closed between take and enqueue, its enqueue of
+            # the new tokens (CancelledError), which would otherwise reach the chief's
+            # Coordinator and fail its session's close.
             self._chief_queue_runner = QueueRunner(
-                self._dummy_queue, [self._sync_op], cancel_op=self.get_close_op()
+                self._dummy_queue,
+                [self._sync_op],
+                cancel_op=self.get_close_op(),
+                queue_closed_exception_types=(errors.OutOfRangeError, errors.CancelledError),
             )
         self._gradients_applied = True
         # 1 when this worker's gradient of the step came too late and was dropped, else 0.
@@ -238,6 +258,20 @@ class SyncReplicasOptimizer(Optimizer):
     def get_close_op(self):
         """nbdist: closes the token queue and the accumulators, ending every waiting replica."""
         return control_flow_ops.group(*self._close_ops, name="sync_replicas_close")
+
+    def get_release_token_op(self):
+        """nbdist: hands back the token a stopping worker holds (its local step), as its hook does.
+
+        A worker that dequeued a token owes the step one gradient; one that stops instead
+        returns the token, so whoever still trains can use it (see the module docstring).
+        A token too many is harmless: the gradient computed with it is stale and dropped.
+
+        Raises:
+            ValueError: before `apply_gradients`.
+        """
+        if not self._gradients_applied:
+            raise ValueError("get_release_token_op() should be called after apply_gradients().")
+        return self._release_token_op
 
     def make_session_run_hook(self, is_chief, num_tokens=-1):
         """The hook `MonitoredTrainingSession` needs: local init, tokens, the chief's queue runner."""

@@ -38,17 +38,27 @@ class Dashboard(_VBox):
         max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
         rate_window_s: steps/s are averaged over this window.
         subscribe: False to feed events only through `update`.
+        replay: False to show only what is reported from now on (not the events the source
+            already holds, nor late ones stamped earlier): one dashboard per experiment on
+            one cluster.
 
     Raises:
         TypeError: a source without ``subscribe``.
     """
 
     def __init__(
-        self, source=None, title="Training", max_redraws_per_s=5.0, rate_window_s=3.0, subscribe=True
+        self,
+        source=None,
+        title="Training",
+        max_redraws_per_s=5.0,
+        rate_window_s=3.0,
+        subscribe=True,
+        replay=True,
     ):
         if _w is None:
             raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
         self.history = charts.MetricsHistory(rate_window_s=rate_window_s)
+        self._since = None if replay else time.time()  # events stamped earlier are not shown
         self.title_text = title
         self.redraws = 0
         self._redrawer = Redrawer(self.flush, max_redraws_per_s, name="nbdist-dashboard")
@@ -79,13 +89,15 @@ class Dashboard(_VBox):
             raise TypeError(f"Dashboard source must have subscribe(callback), got {type(source).__name__}")
         if self._unsubscribe is not None:
             self._unsubscribe()
-        if callable(getattr(source, "history", None)):
+        if callable(getattr(source, "history", None)) and self._since is None:
             for event in source.history(kind="metric"):
                 self.history.add(event)
         self._unsubscribe = source.subscribe(self.update)
 
     def update(self, event):
         """Records one event (any thread; returns at once) and schedules a throttled redraw."""
+        if self._since is not None and isinstance(event, dict) and (event.get("time") or 0) < self._since:
+            return
         if self.history.add(event):
             self._redrawer.request()
 
