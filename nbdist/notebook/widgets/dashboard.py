@@ -13,6 +13,7 @@ its thread redraws at most ``max_redraws_per_s`` times a second and only sets wi
 
 import html
 import threading
+import time
 import uuid
 
 from nbdist.notebook import charts
