@@ -46,9 +46,11 @@ from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
+from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import math_ops as _math_ops
+from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
@@ -75,9 +77,11 @@ _export_all(
     _variable_scope,
     _queue_ops,
     _accumulator_ops,
+    _clip_ops,
+    _parsing_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import nn, train  # noqa: E402 - the namespaces use the names above
+from nbdist import metrics, nn, train  # noqa: E402 - the namespaces use the names above
 from nbdist.platform import app, flags  # noqa: E402 - tf.app, tf.flags (absl's flags, as TF 1.x)
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 

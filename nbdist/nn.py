@@ -1,4 +1,4 @@
-"""`tf.nn`: activations, softmax, cross-entropy losses, bias_add, l2_loss, dropout."""
+"""`tf.nn`: activations, softmax, cross-entropy losses, bias_add, xw_plus_b, l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
@@ -13,6 +13,7 @@ from nbdist.ops.nn_ops import (
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
+    xw_plus_b,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "softplus",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "xw_plus_b",
 ]
 
 

@@ -88,6 +88,7 @@ CASES = [
     ("PadV2", lambda x: tf.pad(x, [[0, 1], [2, 1]], constant_values=3.0), [r(2, 2)]),
     ("Pow", tf.pow, [p(2, 3), r(2, 3)]),
     ("RealDiv", lambda x, y: x / y, [r(2, 3), p(3)]),
+    ("DivNoNan", tf.div_no_nan, [r(2, 3), p(3)]),
     ("Reciprocal", tf.reciprocal, [p(3)]),
     ("Relu", tf.nn.relu, [r(3, 3)]),
     ("Reshape", lambda x: tf.reshape(x, [3, -1]) * _f64([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), [r(2, 3)]),

@@ -2,6 +2,7 @@
 the distributed runtime's entry points."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.train.adagrad import AdagradOptimizer
 from nbdist.train.adam import AdamOptimizer
 from nbdist.train.basic_session_run_hooks import (
     CheckpointSaverHook,
@@ -38,6 +39,7 @@ from nbdist.train.monitored_session import (
 )
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from nbdist.train.rmsprop import RMSPropOptimizer
 from nbdist.train.saver import Saver, SaverDef
 from nbdist.train.scaffold import Scaffold
 from nbdist.train.session_manager import SessionManager
@@ -53,6 +55,7 @@ from nbdist.train.training_util import (
 )
 
 __all__ = [
+    "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointSaverHook",
     "CheckpointSaverListener",
@@ -70,6 +73,7 @@ __all__ = [
     "NanTensorHook",
     "Optimizer",
     "QueueRunner",
+    "RMSPropOptimizer",
     "Saver",
     "SaverDef",
     "Scaffold",
