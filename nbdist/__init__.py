@@ -54,6 +54,7 @@ from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
+from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
@@ -79,6 +80,7 @@ _export_all(
     _accumulator_ops,
     _clip_ops,
     _parsing_ops,
+    _slice_ops,
     exclude=_NOT_AT_TF,
 )
 from nbdist import metrics, nn, train  # noqa: E402 - the namespaces use the names above

@@ -293,6 +293,7 @@ for _dunder in [
     "__le__",
     "__gt__",
     "__ge__",
+    "__getitem__",
 ]:
     setattr(Variable, _dunder, _operator(_dunder))
 Variable.__array_priority__ = 100
