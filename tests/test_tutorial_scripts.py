@@ -16,10 +16,12 @@ behaviour; nbdist ends them cleanly): they get a bounded grace, are killed by PI
 the chief's result is checked.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,63 +32,109 @@ from procs import REPO, free_port
 pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).parent / "train_scripts"
-TRAIN_STEPS = 100
-RUN_TIMEOUT_S = {"nbdist": 60, "tf": 120}
+TRAIN_STEPS = 200
+RUN_TIMEOUT_S = {"nbdist": 60, "tf": 180}  # TF: 12 processes import TensorFlow at once
 TF_SYNC_GRACE_S = 10  # how long a TF non-chief may outlive its chief in synchronous mode
 
 
-def _start(script, args, lib, log):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    argv = [sys.executable, str(SCRIPTS / script), *args, *(["--tf"] if lib == "tf" else [])]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, env=env, text=True)
+class _Cluster:
+    """A ps and two workers of `script`, each its own process (output in files under `log_dir`),
+    started at construction; `result()` waits (bounded) and kills every process by PID.
 
+    With `second_worker_after`, worker 1 starts once worker 0's log shows that text (the chief has
+    initialized the model): real TF's non-chief `MonitoredTrainingSession` that finds the model not
+    ready sleeps 30 s before it looks again."""
 
-def _run_cluster(script, lib, sync, tmp_path, extra=()):
-    """Starts a ps and two workers of `script`; returns ``{task: (returncode or None, stdout, stderr)}``
-    for the workers (None: still running after the bound, then killed). Every process is killed by PID."""
-    ps_hosts, worker_hosts = [f"localhost:{free_port()}"], [f"localhost:{free_port()}" for _ in range(2)]
-    common = [
-        f"--ps_hosts={','.join(ps_hosts)}",
-        f"--worker_hosts={','.join(worker_hosts)}",
-        f"--train_steps={TRAIN_STEPS}",
-        *(["--sync_replicas"] if sync else []),
-        *extra,
-    ]
-    logs, procs = {}, {}
-    try:
-        for name, job, i in (("ps", "ps", 0), ("worker0", "worker", 0), ("worker1", "worker", 1)):
-            logs[name] = open(tmp_path / f"{lib}-{name}.log", "w+")  # noqa: SIM115 - closed below
-            procs[name] = _start(script, [*common, f"--job_name={job}", f"--task_index={i}"], lib, logs[name])
-        deadline = time.monotonic() + RUN_TIMEOUT_S[lib]
-        outputs = {}
-        for name in ("worker0", "worker1"):
-            if lib == "tf" and sync and name == "worker1" and "worker0" in outputs:
-                deadline = min(deadline, time.monotonic() + TF_SYNC_GRACE_S)
-            try:
-                out, _ = procs[name].communicate(timeout=max(0.1, deadline - time.monotonic()))
-                outputs[name] = (procs[name].returncode, out)
-            except subprocess.TimeoutExpired:
-                procs[name].kill()
-                out, _ = procs[name].communicate()
-                outputs[name] = (None, out)
-        assert procs["ps"].poll() is None, "the ps exited before it was killed"
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
-        for log in logs.values():
-            log.close()
-    return {
-        int(name[-1]): (rc, out, (tmp_path / f"{lib}-{name}.log").read_text())
-        for name, (rc, out) in outputs.items()
-    }
+    def __init__(self, script, lib, sync, log_dir, extra=(), second_worker_after=None):
+        self.lib, self.sync, self.log_dir = lib, sync, log_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        ps_hosts, worker_hosts = [f"localhost:{free_port()}"], [f"localhost:{free_port()}" for _ in range(2)]
+        common = [
+            f"--ps_hosts={','.join(ps_hosts)}",
+            f"--worker_hosts={','.join(worker_hosts)}",
+            f"--train_steps={TRAIN_STEPS}",
+            *(["--sync_replicas"] if sync else []),
+            *extra,
+            *(["--tf"] if lib == "tf" else []),
+        ]
+        self._env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self._env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        self._argv = {
+            name: [sys.executable, str(SCRIPTS / script), *common, f"--job_name={job}", f"--task_index={i}"]
+            for name, job, i in (("ps", "ps", 0), ("worker0", "worker", 0), ("worker1", "worker", 1))
+        }
+        self.procs, self.files, self._lock, self._killed = {}, [], threading.Lock(), False
+        self.deadline = time.monotonic() + RUN_TIMEOUT_S[lib]
+        try:
+            self._start("ps")
+            self._start("worker0")
+            if second_worker_after is None:
+                self._start("worker1")
+            else:
+                threading.Thread(
+                    target=self._start_after, args=("worker1", second_worker_after), daemon=True
+                ).start()
+        except BaseException:
+            self.kill()
+            raise
+
+    def _start(self, name):
+        with self._lock:
+            if self._killed:
+                return
+            out, err = (open(self.log_dir / f"{name}.{kind}", "w") for kind in ("out", "err"))  # noqa: SIM115
+            self.files += [out, err]
+            self.procs[name] = subprocess.Popen(self._argv[name], stdout=out, stderr=err, env=self._env)
+
+    def _start_after(self, name, marker):
+        log = self.log_dir / "worker0.err"
+        while time.monotonic() < self.deadline and not self._killed:
+            if marker in log.read_text() or self.procs["worker0"].poll() is not None:
+                break
+            time.sleep(0.1)
+        self._start(name)
+
+    def _wait(self, name, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        while name not in self.procs and time.monotonic() < deadline:  # (not started yet)
+            time.sleep(0.05)
+        try:
+            return self.procs[name].wait(timeout=max(0.1, deadline - time.monotonic()))
+        except (KeyError, subprocess.TimeoutExpired):
+            return None
+
+    def result(self):
+        """``{task: (returncode or None if it had to be killed, stdout, stderr)}`` of the workers."""
+        try:
+            codes = {}
+            for task, name in enumerate(("worker0", "worker1")):
+                if self.lib == "tf" and self.sync and task == 1:
+                    self.deadline = min(self.deadline, time.monotonic() + TF_SYNC_GRACE_S)
+                codes[task] = self._wait(name, self.deadline - time.monotonic())
+            assert self.procs["ps"].poll() is None, "the ps exited before the test killed it"
+        finally:
+            self.kill()
+        return {
+            task: (code, *((self.log_dir / f"worker{task}.{kind}").read_text() for kind in ("out", "err")))
+            for task, code in codes.items()
+        }
+
+    def kill(self):
+        with self._lock:
+            self._killed = True
+            for proc in self.procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+            for f in self.files:
+                f.close()
+            self.files = []
 
 
 def _check(results, lib, sync):
-    """Every worker exited 0 with no traceback, trained (loss fell) and saw the target step;
-    except a real-TF synchronous non-chief, which may hang at the end (killed, not checked)."""
+    """Every worker exited 0 with no traceback, the chief's loss fell, every worker that ran a step
+    ends below the chief's first loss, and the target global step was reached; a real-TF
+    synchronous non-chief may hang at the end instead (killed, not checked). Returns the reports."""
     reports = {}
     for task, (rc, out, err) in sorted(results.items()):
         if rc is None and lib == "tf" and sync and task != 0:
@@ -102,34 +150,56 @@ def _check(results, lib, sync):
         f"{lib}: the chief did not learn: {reports}"
     )
     for task, r in reports.items():  # the model is shared: every worker ends below where the chief began
-        assert r["last_loss"] < 0.7 * reports[0]["first_loss"], (
-            f"{lib} worker {task} did not learn: {reports}"
-        )
+        if r["local_steps"]:  # (an asynchronous worker that started after the last step has none)
+            assert r["last_loss"] < 0.7 * reports[0]["first_loss"], f"{lib} worker {task}: {reports}"
     assert max(r["global_step"] for r in reports.values()) >= TRAIN_STEPS, reports
     return reports
 
 
-CASES = [
-    ("supervisor_replica.py", False, ["--optimizer=adagrad"]),
-    ("supervisor_replica.py", True, ["--optimizer=adam"]),
-    ("mts_replica.py", False, ["--optimizer=adagrad"]),
-    ("mts_replica.py", True, ["--optimizer=rmsprop"]),
-]
+CASES = {
+    "supervisor-async": ("supervisor_replica.py", False, ["--optimizer=adagrad"]),
+    "supervisor-sync": ("supervisor_replica.py", True, ["--optimizer=adam"]),
+    "mts-async": ("mts_replica.py", False, ["--optimizer=adagrad"]),
+    "mts-sync": ("mts_replica.py", True, ["--optimizer=rmsprop"]),
+}
 
 
-@pytest.mark.parametrize(
-    ("script", "sync", "extra"), CASES, ids=[f"{s[:-3]}-{'sync' if y else 'async'}" for s, y, _ in CASES]
-)
-def test_tutorial_script_trains_under_nbdist_and_tensorflow(script, sync, extra, tmp_path):
-    def args(lib):
-        return [*extra, f"--checkpoint_dir={tmp_path / lib}"] if script == "mts_replica.py" else extra
+def _args(case, log_dir):
+    script, _, extra = CASES[case]
+    return [*extra, f"--checkpoint_dir={log_dir / 'ckpt'}"] if script == "mts_replica.py" else extra
 
-    ours = _check(_run_cluster(script, "nbdist", sync, tmp_path, args("nbdist")), "nbdist", sync)
+
+@pytest.fixture(scope="module")
+def tf_clusters(tmp_path_factory):
+    """Real TF's run of every case, all started at once before the first test: TF takes seconds to
+    start and its non-chief MonitoredTrainingSession polls the chief every 30 s, so they overlap
+    with each other and with the nbdist runs. Killed by PID at the end of the module."""
+    if importlib.util.find_spec("tensorflow") is None:
+        yield None
+        return
+    root = tmp_path_factory.mktemp("tf")
+    clusters = {}
+    try:
+        for case, (script, sync, _) in CASES.items():
+            marker = "Done running local_init_op" if script == "mts_replica.py" else None
+            clusters[case] = _Cluster(script, "tf", sync, root / case, _args(case, root / case), marker)
+        yield clusters
+    finally:
+        for cluster in clusters.values():
+            cluster.kill()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_tutorial_script_trains_under_nbdist_and_tensorflow(case, tf_clusters, tmp_path):
+    script, sync, _ = CASES[case]
+    ours = _check(_Cluster(script, "nbdist", sync, tmp_path, _args(case, tmp_path)).result(), "nbdist", sync)
     assert set(ours) == {0, 1}, "nbdist ends every worker cleanly, synchronous ones too"
-    if sync:  # every worker applied its share: the steps are synchronous
-        assert all(r["local_steps"] >= 1 for r in ours.values())
-    pytest.importorskip("tensorflow")
-    theirs = _check(_run_cluster(script, "tf", sync, tmp_path, args("tf")), "tf", sync)
-    # The same kind of result: both learn, from the same starting loss (same data, same init scheme).
-    for lib_reports in (ours, theirs):
-        assert lib_reports[0]["last_loss"] < lib_reports[0]["first_loss"]
+    if sync:  # synchronous steps need every worker's gradient: both trained
+        assert all(r["local_steps"] >= 1 for r in ours.values()), ours
+    if tf_clusters is None:
+        pytest.skip("tensorflow is not installed: nbdist's half ran, the real-TF comparison did not")
+    theirs = _check(tf_clusters[case].result(), "tf", sync)
+    print(f"{case}: nbdist {ours}\n{case}: tf {theirs}")  # shown with pytest -s
+    # The same kind of result: both reach the target step and the chief's loss falls as much.
+    for reports in (ours, theirs):
+        assert reports[0]["last_loss"] < 0.5 * reports[0]["first_loss"]
