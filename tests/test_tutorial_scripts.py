@@ -203,3 +203,6 @@ def test_tutorial_script_trains_under_nbdist_and_tensorflow(case, tf_clusters, t
     # The same kind of result: both reach the target step and the chief's loss falls as much.
     for reports in (ours, theirs):
         assert reports[0]["last_loss"] < 0.5 * reports[0]["first_loss"]
+    if case == "mts-sync":  # zero initial weights, the same batches: the chief's first step is the same
+        for key in ("first_batch_loss", "first_grad_norm"):
+            assert ours[0][key] == pytest.approx(theirs[0][key], rel=1e-5), (key, ours, theirs)
