@@ -53,6 +53,21 @@ def test_clip_by_value_gradient_passes_at_the_bounds_as_tensorflows():
     np.testing.assert_array_equal(_run(g), [1.0, 1.0, 1.0, 0.0])
 
 
+@pytest.mark.parametrize(("clip_norm", "axes"), [(1.0, None), (100.0, None), (1.0, [1])])
+def test_clip_by_norm(clip_norm, axes):
+    norm = np.sqrt(np.sum(A**2, axis=None if axes is None else tuple(axes), keepdims=True))
+    expected = A * clip_norm / np.maximum(norm, clip_norm)
+    np.testing.assert_allclose(_run(tf.clip_by_norm(A, clip_norm, axes)), expected)
+    assert tf.clip_by_norm(A, 1.0).name.startswith("clip_by_norm")
+
+
+def test_clip_by_norm_gradient_is_finite_at_zero():
+    check_gradients(lambda a: tf.clip_by_norm(a, 1.0), [A])
+    x = tf.zeros([3])
+    (g,) = tf.gradients(tf.reduce_sum(tf.clip_by_norm(x, 1.0)), [x])
+    assert np.isfinite(_run(g)).all()
+
+
 def test_global_norm_is_the_norm_of_all_tensors_together():
     norm = tf.global_norm([A, None, B])
     np.testing.assert_allclose(_run(norm), np.sqrt(np.sum(A**2) + np.sum(B**2)))
@@ -141,8 +156,10 @@ def _clip_program(t):
     ga, gx = t.gradients(t.reduce_sum(ca * ca) + t.reduce_sum(y * x), [a, x])
     xw = t.nn.xw_plus_b(x, t.constant(A), t.constant(B[:4]))
     dnn = t.div_no_nan(x, t.constant(np.array([[1.0, 0.0, 2.0], [0.0, 4.0, -1.0]])))
-    names = [ca.name, norm.name, y.name, xw.name]
-    return names, [ca, cb, norm, y, ga, gx, xw, dnn]
+    cn = t.clip_by_norm(a, 1.5, axes=[0])
+    (gcn,) = t.gradients(t.reduce_sum(cn * cn), [a])
+    names = [ca.name, norm.name, y.name, xw.name, cn.name]
+    return names, [ca, cb, norm, y, ga, gx, xw, dnn, cn, gcn]
 
 
 @pytest.mark.tf

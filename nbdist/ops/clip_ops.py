@@ -1,4 +1,5 @@
-"""Clipping: `tf.clip_by_value`, `tf.clip_by_global_norm`, `tf.global_norm` (TF's `clip_ops`).
+"""Clipping: `tf.clip_by_value`, `tf.clip_by_norm`, `tf.clip_by_global_norm`, `tf.global_norm` (TF's
+`clip_ops`).
 
 All are compositions of existing ops, built as TF builds them (same name scopes, same
 ops), so their gradients are those ops' gradients: `clip_by_value` passes the gradient
@@ -12,7 +13,7 @@ from nbdist.graph import graph as _graph
 from nbdist.ops import array_ops, math_ops, nn_ops, reduction_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 
-__all__ = ["clip_by_global_norm", "clip_by_value", "global_norm"]
+__all__ = ["clip_by_global_norm", "clip_by_norm", "clip_by_value", "global_norm"]
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
@@ -44,6 +45,26 @@ def _check_not_broadcast(values, clipped):
             f"clip_by_value: the bounds would broadcast {values.name} of shape {values.shape} to "
             f"{clipped.shape}; give bounds that are scalars or of the clipped tensor's shape"
         )
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """`tf.clip_by_norm`: `t` scaled so that its L2 norm (over `axes`, default all) is at most `clip_norm`.
+
+    As TF, the norm's gradient is kept finite where it is 0 (``where(l2sum > 0, ...)``).
+
+    Returns:
+        A Tensor of `t`'s shape and dtype.
+    """
+    with _graph.name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
+        values = convert_to_tensor(t, name="t")
+        l2sum = reduction_ops.reduce_sum(values * values, axes, keepdims=True)
+        positive = math_ops.greater(l2sum, 0.0)
+        l2sum_safe = math_ops.where(positive, l2sum, math_ops.ones_like(l2sum))
+        l2norm = math_ops.where(positive, math_ops.sqrt(l2sum_safe), l2sum)
+        clip_norm = convert_to_tensor(clip_norm, dtype=values.dtype)
+        clipped = values * clip_norm / math_ops.maximum(l2norm, clip_norm)
+        _check_not_broadcast(values, clipped)
+        return math_ops.identity(clipped, name=scope)
 
 
 def _tensor_list(t_list, what):
