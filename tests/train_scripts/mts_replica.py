@@ -133,8 +133,6 @@ def main(_):
                 "task_index": FLAGS.task_index,
                 "local_steps": len(losses),
                 "global_step": int(step) + 1 if losses else 0,
-                "first_batch_loss": losses[0] if losses else None,
-                "first_grad_norm": norms[0] if norms else None,
                 "first_loss": float(np.mean(losses[:3])) if losses else None,
                 "last_loss": float(np.mean(losses[-3:])) if losses else None,
                 "max_grad_norm": max(norms) if norms else None,

@@ -3,7 +3,8 @@
 One process per task; the ps tasks only serve (``server.join()``). Each worker builds a
 two-layer classifier (`tf.nn.xw_plus_b`, ``log(clip_by_value(softmax))`` cross-entropy) under
 `replica_device_setter(cluster=...)` and trains it on its own synthetic batches with Adam,
-Adagrad or RMSProp. ``--sync_replicas`` wraps the optimizer in `SyncReplicasOptimizer` and
+Adagrad or RMSProp; the global step is a float32 `get_variable`, as two of the tutorials make
+it. ``--sync_replicas`` wraps the optimizer in `SyncReplicasOptimizer` and
 wires it by hand as the example does: the chief runs `chief_init_op` as its local init op
 and the others `local_step_init_op`, then the chief runs `get_init_tokens_op()` and starts
 `get_chief_queue_runner()` through the Supervisor. Training stops once the global step
@@ -102,7 +103,9 @@ def main(_):
             worker_device=worker_device, ps_device="/job:ps/cpu:0", cluster=cluster
         )
     ):
-        global_step = tf.Variable(0, name="global_step", trainable=False)
+        global_step = tf.get_variable(  # a float32 step, as two of the tutorials make it
+            "global_step", [], initializer=tf.constant_initializer(0), trainable=False
+        )
         with tf.name_scope("input"):
             x = tf.placeholder(tf.float32, [None, FEATURES], name="x")
             y_ = tf.placeholder(tf.float32, [None, CLASSES], name="labels")
@@ -111,12 +114,13 @@ def main(_):
             hid_b = tf.Variable(tf.zeros([FLAGS.hidden_units]), name="b")
         with tf.variable_scope("softmax"):
             sm_w = tf.Variable(tf.truncated_normal([FLAGS.hidden_units, CLASSES], stddev=0.3), name="w")
-            sm_b = tf.Variable(tf.zeros([CLASSES]), name="b")
+            sm_b = tf.get_variable("b", shape=CLASSES, initializer=tf.zeros_initializer())
         hid = tf.nn.relu(tf.nn.xw_plus_b(x, hid_w, hid_b))
         y = tf.nn.softmax(tf.nn.xw_plus_b(hid, sm_w, sm_b))
-        cross_entropy = tf.reduce_mean(
+        xent = tf.reduce_mean(
             -tf.reduce_sum(y_ * tf.log(tf.clip_by_value(y, 1e-10, 1.0)), reduction_indices=[1])
         )
+        cross_entropy = xent + 1e-4 * tf.nn.l2_loss(hid_w)
         accuracy, accuracy_update = tf.metrics.accuracy(tf.argmax(y_, 1), tf.argmax(y, 1))
 
         opt = make_optimizer(FLAGS.optimizer, FLAGS.learning_rate)
@@ -125,6 +129,7 @@ def main(_):
                 opt,
                 replicas_to_aggregate=FLAGS.replicas_to_aggregate or num_workers,
                 total_num_replicas=num_workers,
+                use_locking=True,
                 name="sync_replicas",
             )
         train_step = opt.minimize(cross_entropy, global_step=global_step)
