@@ -46,13 +46,16 @@ from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
+from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import math_ops as _math_ops
+from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reduction_ops as _reduction_ops
+from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
@@ -86,9 +89,12 @@ _export_all(
     _queue_ops,
     _accumulator_ops,
     _index_ops,
+    _clip_ops,
+    _parsing_ops,
+    _slice_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import data, nn, summary, train  # noqa: E402 - the namespaces use the names above
+from nbdist import data, metrics, nn, summary, train  # noqa: E402 - the namespaces use the names above
 from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 

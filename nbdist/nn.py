@@ -1,4 +1,4 @@
-"""`tf.nn`: activations, softmax, cross-entropy losses, bias_add, l2_loss, dropout."""
+"""`tf.nn`: activations, softmax, cross-entropy losses, bias_add, xw_plus_b, l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.embedding_ops import embedding_lookup
@@ -14,6 +14,7 @@ from nbdist.ops.nn_ops import (
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
+    xw_plus_b,
 )
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "softplus",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "xw_plus_b",
 ]
 
 

@@ -249,3 +249,92 @@ def test_squeeze_dimension_not_one_at_run_time():
     x = tf.placeholder(tf.float32, [None, 1])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"cannot squeeze dim\[0\] of shape \[2, 1\]"):
         run_in_session(tf.squeeze(x, 0), {x: np.zeros((2, 1))})
+
+
+# -- indexing (StridedSlice) and auto-packing of lists of tensors -------------------------------------
+A24 = np.arange(24.0).reshape(2, 3, 4)
+INDEXES = {
+    "int": lambda x: x[1],
+    "negative": lambda x: x[-1, -1, -1],
+    "slice": lambda x: x[:, 1:],
+    "step": lambda x: x[..., ::2],
+    "reverse": lambda x: x[:, ::-1, 1],
+    "newaxis": lambda x: x[:, None, 0],
+    "clamped": lambda x: x[:, 1:100, -100:2],
+    "ellipsis": lambda x: x[..., 0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXES))
+def test_indexing_matches_numpy(name):
+    y = INDEXES[name](tf.constant(A24))
+    with tf.Session() as sess:
+        value = sess.run(y)
+    expected = INDEXES[name](A24)
+    np.testing.assert_array_equal(value, expected)
+    assert y.shape.as_list() == list(np.shape(expected))
+
+
+def test_indexing_with_a_tensor_and_of_a_variable():
+    i = tf.placeholder(tf.int32, [])
+    v = tf.Variable(A24, name="v")
+    y = v[i, :, i]
+    assert y.shape.as_list() == [3] and y.op.type == "StridedSlice"
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(y, {i: 1}), A24[1, :, 1])
+
+
+def test_static_shape_of_a_slice_of_an_unknown_dimension_is_unknown():
+    p = tf.placeholder(tf.float32, [None, 5])
+    assert p[1:3].shape.as_list() == [None, 5]
+    assert p[0].shape.as_list() == [5]
+    assert p[:, 2:].shape.as_list() == [None, 3]
+
+
+def test_an_index_out_of_range_is_an_error():
+    with pytest.raises(ValueError, match=r"out of bounds"):
+        tf.constant(A24)[2]
+    i = tf.placeholder(tf.int32, [])
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+        sess.run(tf.constant(A24)[i], {i: 5})
+
+
+def test_only_integer_indices():
+    with pytest.raises(TypeError, match=r"are valid indices, got 1\.5"):
+        tf.constant(A24)[1.5]
+
+
+def test_a_list_of_tensors_is_packed():
+    a, b = tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0])
+    total = tf.reduce_sum([(a, b), (b, 5.0 * a)], axis=0)
+    assert total.op.inputs[0].op.type == "Pack"
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(total), [[4.0, 6.0], [8.0, 14.0]])
+        np.testing.assert_array_equal(sess.run(tf.convert_to_tensor([a, [0.0, 1.0]])), [[1, 2], [0, 1]])
+
+
+def test_packing_tensors_of_different_dtypes_is_refused():
+    with pytest.raises(TypeError, match="Cannot convert a list containing a tensor of dtype int32"):
+        tf.convert_to_tensor([tf.constant(1.0), tf.constant(1)])
+
+
+@pytest.mark.tf
+def test_indexing_and_packing_match_tensorflow(tf1_graph_mode):
+    def program(t):
+        x = t.constant(A24)
+        i = t.constant(1)
+        outs = [f(x) for f in INDEXES.values()] + [x[i, 1:, i], t.reduce_sum([x[0], x[1]], axis=0)]
+        grad = t.gradients(t.reduce_sum(x[1, ::2] * x[0, 1:]), [x])[0]
+        return [o.shape.as_list() for o in outs], [*outs, grad]
+
+    with tf1_graph_mode.Graph().as_default():
+        shapes_tf, fetches = program(tf1_graph_mode)
+        with tf1_graph_mode.Session() as sess:
+            theirs = sess.run(fetches)
+    shapes, fetches = program(tf)
+    with tf.Session() as sess:
+        ours = sess.run(fetches)
+    assert shapes == shapes_tf
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)

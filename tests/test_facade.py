@@ -37,7 +37,7 @@ def test_supported_names_resolve(path):
 
 
 def test_namespaces_are_modules():
-    for name in ("nn", "train", "errors", "summary"):
+    for name in ("nn", "train", "errors", "summary", "metrics"):
         assert isinstance(getattr(tf, name), types.ModuleType)
 
 
@@ -48,6 +48,7 @@ def test_namespaces_are_modules():
         (tf, "estimator", "tf.estimator"),
         (tf.nn, "conv3d_transpose", "tf.nn.conv3d_transpose"),
         (tf.train, "NoSuchThing", "tf.train.NoSuchThing"),
+        (tf.metrics, "auc", "tf.metrics.auc"),
     ],
 )
 def test_unsupported_name_says_so_and_points_to_the_docs(namespace, name, shown_as):
@@ -94,7 +95,7 @@ def tf1():
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("path", ["", "nn", "train", "errors", "summary"])
+@pytest.mark.parametrize("path", ["", "nn", "train", "errors", "summary", "metrics"])
 def test_every_exported_name_exists_in_tensorflow(tf1, path):
     ours, theirs = tf, tf1
     for part in filter(None, path.split(".")):

@@ -101,6 +101,53 @@ def test_adam_matches_numpy():
     _assert_close(_run(train, [w, b], 5), params)
 
 
+def test_adagrad_matches_numpy():
+    w, b, loss = _quadratic()
+    train = tf.train.AdagradOptimizer(0.3, initial_accumulator_value=0.2).minimize(loss)
+    params, accums = [W0.copy(), B0.copy()], [np.full(3, 0.2), np.full((), 0.2)]
+    for _ in range(4):
+        grads = _grads(*params)
+        for i, g in enumerate(grads):
+            accums[i] = accums[i] + g * g
+            params[i] = params[i] - 0.3 * g / np.sqrt(accums[i])
+    _assert_close(_run(train, [w, b], 4), params)
+
+
+def test_adagrad_needs_a_positive_initial_accumulator():
+    with pytest.raises(ValueError, match=r"initial_accumulator_value must be positive: 0\.0"):
+        tf.train.AdagradOptimizer(0.1, initial_accumulator_value=0.0)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_rmsprop_matches_numpy(centered):
+    w, b, loss = _quadratic()
+    opt = tf.train.RMSPropOptimizer(0.05, decay=0.8, momentum=0.5, epsilon=1e-6, centered=centered)
+    train = opt.minimize(loss)
+    params = [W0.copy(), B0.copy()]
+    ms, mg, mom = [np.ones(3), np.ones(())], [np.zeros(3), np.zeros(())], [np.zeros(3), np.zeros(())]
+    for _ in range(4):
+        grads = _grads(*params)
+        for i, g in enumerate(grads):
+            ms[i] = ms[i] + (g * g - ms[i]) * 0.2
+            mg[i] = mg[i] + (g - mg[i]) * 0.2
+            denom = ms[i] - mg[i] ** 2 + 1e-6 if centered else ms[i] + 1e-6
+            mom[i] = mom[i] * 0.5 + 0.05 * g / np.sqrt(denom)
+            params[i] = params[i] - mom[i]
+    _assert_close(_run(train, [w, b], 4), params)
+
+
+def test_rmsprop_slots_start_as_tf_1x_starts_them():
+    w, _, loss = _quadratic()
+    opt = tf.train.RMSPropOptimizer(0.1, centered=True)
+    opt.minimize(loss, var_list=[w])
+    slots = [opt.get_slot(w, name) for name in ("rms", "mg", "momentum")]
+    assert [s.op.name for s in slots] == ["w/RMSProp", "w/RMSProp_1", "w/RMSProp_2"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        rms, mg, mom = sess.run(slots)
+    _assert_close([rms, mg, mom], [np.ones(3), np.zeros(3), np.zeros(3)])
+
+
 def test_adam_beta_powers_are_multiplied_once_per_step():
     _, _, loss = _quadratic()
     opt = tf.train.AdamOptimizer(beta1=0.8, beta2=0.99)
@@ -215,6 +262,8 @@ def _on_ps():
     [
         (lambda: tf.train.MomentumOptimizer(0.1, 0.9), ["momentum"]),
         (tf.train.AdamOptimizer, ["m", "v"]),
+        (lambda: tf.train.AdagradOptimizer(0.1), ["accumulator"]),
+        (lambda: tf.train.RMSPropOptimizer(0.1, centered=True), ["rms", "mg", "momentum"]),
     ],
 )
 def test_slots_live_on_the_variables_device(make, slots):
@@ -234,6 +283,9 @@ def test_slots_live_on_the_variables_device(make, slots):
         lambda: tf.train.GradientDescentOptimizer(0.1),
         lambda: tf.train.MomentumOptimizer(0.1, 0.9),
         tf.train.AdamOptimizer,
+        lambda: tf.train.AdagradOptimizer(0.1),
+        lambda: tf.train.RMSPropOptimizer(0.1),
+        lambda: tf.train.RMSPropOptimizer(0.1, centered=True),
     ],
 )
 def test_update_ops_are_colocated_with_their_variable(graph, make):

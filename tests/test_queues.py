@@ -266,6 +266,17 @@ def test_accumulator_averages_fresh_gradients_and_drops_stale_ones(graph):
         assert not sess.run(apply.outputs[0], {g: [1, 1], step: 4})
 
 
+def test_accumulator_takes_an_int32_step_as_tf_casts_it(graph):
+    # Tutorials make an int32 global step (tf.Variable(0, dtype=tf.int32)); SyncReplicas feeds it here.
+    acc = tf.ConditionalAccumulator(tf.float32, shape=[], name="acc")
+    step = tf.Variable(3, dtype=tf.int32, name="step")
+    with tf.Session() as sess:
+        sess.run(step.initializer)
+        sess.run(acc.set_global_step(step))
+        assert not sess.run(acc.apply_grad(1.0, local_step=step - 1).outputs[0])
+        assert sess.run(acc.apply_grad(1.0, local_step=step).outputs[0])
+
+
 def test_take_grad_waits_for_enough_gradients_and_close_ends_it(graph):
     acc = tf.ConditionalAccumulator(tf.float32, shape=[], name="acc")
     take = acc.take_grad(2)

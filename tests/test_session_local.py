@@ -518,3 +518,15 @@ def test_uninitialized_error_names_where_the_variable_really_lives():
             ),
         ):
             sess.run(v)
+
+
+def test_a_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed():
+    # TF moves a fed placeholder's control edges to the feed (tf.metrics relies on it).
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        with tf.control_dependencies([x]):
+            y = tf.constant(2.0) * 3.0
+        with tf.Session() as sess:
+            assert sess.run(y, {x: [1.0]}) == 6.0
+            with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value for placeholder"):
+                sess.run(y)

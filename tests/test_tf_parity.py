@@ -130,6 +130,11 @@ OPTIMIZERS = {
     "momentum": lambda t: t.train.MomentumOptimizer(_f64(t, 0.2), _f64(t, 0.9)),
     "nesterov": lambda t: t.train.MomentumOptimizer(_f64(t, 0.2), _f64(t, 0.9), use_nesterov=True),
     "adam": lambda t: t.train.AdamOptimizer(_f64(t, 0.05), _f64(t, 0.9), _f64(t, 0.999), _f64(t, 1e-8)),
+    "adagrad": lambda t: t.train.AdagradOptimizer(_f64(t, 0.3), initial_accumulator_value=0.2),
+    "rmsprop": lambda t: t.train.RMSPropOptimizer(_f64(t, 0.05), _f64(t, 0.9), _f64(t, 0.5), _f64(t, 1e-6)),
+    "rmsprop_centered": lambda t: t.train.RMSPropOptimizer(
+        _f64(t, 0.05), _f64(t, 0.8), _f64(t, 0.0), _f64(t, 1e-6), centered=True
+    ),
 }
 
 
@@ -159,12 +164,20 @@ def test_adam_with_python_number_hyper_parameters_is_close_to_tensorflow(tf1):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_optimizer_state_has_tensorflows_names(tf1):
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t.train.AdamOptimizer(),
+        lambda t: t.train.AdagradOptimizer(0.1),
+        lambda t: t.train.RMSPropOptimizer(0.1, centered=True),
+    ],
+)
+def test_optimizer_state_has_tensorflows_names(tf1, make):
     def names(t):
         graph = t.Graph()
         with graph.as_default():
             loss, _, _ = _net(t)
-            optimizer = t.train.AdamOptimizer()
+            optimizer = make(t)
             optimizer.minimize(loss)
             return sorted(v.op.name for v in optimizer.variables()), optimizer.get_slot_names()
 

@@ -52,6 +52,41 @@ def test_apply_adam_updates_both_moments():
     np.testing.assert_allclose(w_val, 1.0 - lr_t * 0.2 / (np.sqrt(0.004) + 1e-8), rtol=1e-12)
 
 
+@pytest.mark.parametrize(("update_slots", "accum_after"), [(True, 4.5), (False, 0.5)])
+def test_apply_adagrad_updates_the_accumulator_unless_told_not_to(update_slots, accum_after):
+    w, accum = tf.Variable(np.array([1.0]), name="w"), tf.Variable(np.array([0.5]), name="accum")
+    update = training_ops.apply_adagrad(w, accum, np.float64(0.3), np.array([2.0]), update_slots=update_slots)
+    with tf.Session() as sess:
+        _initialized(sess, w, accum)
+        sess.run(update)
+        w_val, a_val = sess.run([w, accum])
+    np.testing.assert_allclose(a_val, [accum_after], rtol=1e-12)
+    np.testing.assert_allclose(w_val, [1.0 - 0.3 * 2.0 / np.sqrt(accum_after)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_apply_rms_prop_updates_its_slots(centered):
+    w, ms, mom, mg = (
+        tf.Variable(np.array([x]), name=n) for x, n in ((1.0, "w"), (1.0, "ms"), (0.5, "mom"), (0.5, "mg"))
+    )
+    hyper = [np.float64(x) for x in (0.1, 0.9, 0.5, 1e-6)]
+    if centered:
+        update = training_ops.apply_centered_rms_prop(w, mg, ms, mom, *hyper, np.array([2.0]))
+    else:
+        update = training_ops.apply_rms_prop(w, ms, mom, *hyper, np.array([2.0]))
+    with tf.Session() as sess:
+        _initialized(sess, w, ms, mom, mg)
+        sess.run(update)
+        w_val, ms_val, mom_val, mg_val = sess.run([w, ms, mom, mg])
+    ms_want = 1.0 + (4.0 - 1.0) * 0.1
+    mg_want = 0.5 + (2.0 - 0.5) * 0.1 if centered else 0.5
+    denom = ms_want - mg_want**2 + 1e-6 if centered else ms_want + 1e-6
+    mom_want = 0.5 * 0.5 + 0.1 * 2.0 / np.sqrt(denom)
+    np.testing.assert_allclose(
+        [ms_val, mg_val, mom_val, w_val], [[ms_want], [mg_want], [mom_want], [1.0 - mom_want]]
+    )
+
+
 def test_apply_op_is_colocated_with_its_variable():
     with tf.device("/job:ps/task:0"):
         w = tf.Variable(np.array([1.0]), name="w")

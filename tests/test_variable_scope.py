@@ -274,3 +274,11 @@ def test_scoped_model_names_and_shapes_match_tensorflow(tf1):
     assert ours[0] == theirs[0]
     assert ours[1] == theirs[1]
     assert ours[2] == theirs[2]
+
+
+def test_a_bare_int_shape_is_one_dimensional_as_in_tf():
+    # get_variable("bias", shape=50): a course assignment's spelling, accepted by TF.
+    with tf.Graph().as_default():
+        b = tf.get_variable("bias", shape=5, initializer=tf.zeros_initializer())
+        assert b.shape.as_list() == [5]
+        assert tf.TensorShape(3).as_list() == [3]

@@ -38,6 +38,7 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     REGULARIZATION_LOSSES = "regularization_losses"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    METRIC_VARIABLES = "metric_variables"
     VARIABLES = GLOBAL_VARIABLES
 
 

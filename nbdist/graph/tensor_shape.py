@@ -6,7 +6,8 @@ class TensorShape:
 
     Args:
         dims: ``None`` for unknown rank, else an iterable of ints or ``None`` for
-            unknown dimensions. Another `TensorShape` is copied.
+            unknown dimensions; a single int is a 1-D shape (TF's rule:
+            ``get_variable("b", shape=50)``). Another `TensorShape` is copied.
     """
 
     __slots__ = ("_dims",)
@@ -16,6 +17,8 @@ class TensorShape:
             dims = dims._dims
         if dims is None:
             self._dims = None
+        elif not hasattr(dims, "__iter__"):
+            self._dims = (_as_dim(dims),)
         else:
             self._dims = tuple(None if d is None else _as_dim(d) for d in dims)
 

@@ -316,12 +316,20 @@ class ConditionalAccumulatorBase:
 
     def set_global_step(self, new_global_step, name=None):
         """Sets the time step (gradients computed at an earlier step are dropped from then on)."""
-        step = convert_to_tensor(new_global_step, dtype=_dtypes.int64)
+        step = _int64_step(new_global_step)
         return self._op("AccumulatorSetGlobalStep", (step,), name or "AccumulatorSetGlobalStep")
 
     def close(self, name=None):
         """nbdist: ends every `take_grad` wait with `OutOfRangeError` (training is over)."""
         return self._op("AccumulatorClose", (), name or "AccumulatorClose")
+
+
+def _int64_step(step):
+    """A step as an int64 tensor; an int32 global step is cast, as TF casts it."""
+    step = convert_to_tensor(step)
+    if step.dtype != _dtypes.int64:
+        step = math_ops.cast(step, _dtypes.int64)
+    return step
 
 
 class ConditionalAccumulator(ConditionalAccumulatorBase):
@@ -360,7 +368,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         grad = convert_to_tensor(grad, dtype=self._dtype)
         if not self._shape.is_compatible_with(grad.shape):
             raise ValueError(f"Shapes {self._shape} and {grad.shape} are incompatible")
-        step = convert_to_tensor(local_step, dtype=_dtypes.int64)
+        step = _int64_step(local_step)
         return self._op("AccumulatorApplyGradient", (step, grad), name or "AccumulatorApplyGradient")
 
     def take_grad(self, num_required, name=None):

@@ -100,6 +100,8 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
         if isinstance(value, base):
             value = fn(value, dtype, name)
             break
+    if isinstance(value, (list, tuple)) and _holds_tensors(value):
+        return _autopack(value, dtype and _dtypes.as_dtype(dtype), name or "packed")
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != _dtypes.as_dtype(dtype):
             raise ValueError(
@@ -113,6 +115,52 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
         except (TypeError, ValueError):
             pass
     return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _is_tensor_like(value):
+    return isinstance(value, Tensor) or any(isinstance(value, base) for base, _ in _CONVERSIONS)
+
+
+def _holds_tensors(values):
+    return any(_is_tensor_like(v) or (isinstance(v, (list, tuple)) and _holds_tensors(v)) for v in values)
+
+
+def _autopack(values, dtype, name):
+    """A (nested) list holding tensors, as one tensor: TF's auto-packing (``tf.reduce_sum([a, b])``).
+
+    Each level becomes a `Pack` op (in name scope `name`, nested levels in scopes ``0``,
+    ``1``, ...); plain values beside the tensors become constants of the tensors' dtype.
+
+    Raises:
+        TypeError: if the tensors' dtypes differ (or differ from `dtype`).
+    """
+    if dtype is None:
+        dtype = _first_tensor_dtype(values)
+    with get_default_graph().name_scope(name) as scope:
+        elems = []
+        for i, v in enumerate(values):
+            if _is_tensor_like(v):
+                v = convert_to_tensor(v)
+                if v.dtype != dtype:
+                    raise TypeError(
+                        f"Cannot convert a list containing a tensor of dtype {v.dtype.name} ({v.name}) "
+                        f"to {dtype.name} (Tensor is: {v.name}); tf.cast the elements to one dtype"
+                    )
+            elif isinstance(v, (list, tuple)) and _holds_tensors(v):
+                v = _autopack(v, dtype, str(i))
+            else:
+                v = constant(v, dtype=dtype, name=str(i))
+            elems.append(v)
+        return registry.make_op("Pack", elems, {"axis": 0, "N": len(elems)}, name=scope).outputs[0]
+
+
+def _first_tensor_dtype(values):
+    for v in values:
+        if _is_tensor_like(v):
+            return convert_to_tensor(v).dtype
+        if isinstance(v, (list, tuple)) and _holds_tensors(v):
+            return _first_tensor_dtype(v)
+    return None
 
 
 def convert_n(values, dtype=None):

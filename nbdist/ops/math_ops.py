@@ -87,6 +87,7 @@ for _t in (
     "Sub",
     "Mul",
     "RealDiv",
+    "DivNoNan",
     "FloorDiv",
     "FloorMod",
     "Pow",
@@ -129,6 +130,13 @@ def _div_kernel(ctx, node, x, y):
     return np.divide(x, y)
 
 
+@registry.kernel("DivNoNan")
+def _div_no_nan_kernel(ctx, node, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    safe_y = np.where(y == 0, np.ones((), dtype=y.dtype), y)
+    return np.where(y == 0, np.zeros((), dtype=x.dtype), np.divide(x, safe_y)).astype(x.dtype, copy=False)
+
+
 @registry.kernel("Pow")
 def _pow_kernel(ctx, node, x, y):
     return np.power(x, y)
@@ -156,6 +164,12 @@ def _mul_grad(op, grad):
 def _div_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(grad / y, x), sum_to_shape(-grad * x / (y * y), y)]
+
+
+@registry.gradient("DivNoNan")
+def _div_no_nan_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(div_no_nan(grad, y), x), sum_to_shape(grad * div_no_nan(div_no_nan(-x, y), y), y)]
 
 
 @registry.gradient("Pow")
@@ -220,6 +234,18 @@ def truediv(x, y, name=None):
 def divide(x, y, name=None):
     """``x / y`` elementwise (TF 1.x: `truediv`; integers give floats)."""
     return truediv(x, y, name)
+
+
+def div_no_nan(x, y, name=None):
+    """`tf.div_no_nan`: ``x / y`` elementwise, 0 where ``y`` is 0 (floats only, as TF's `DivNoNan`).
+
+    Raises:
+        TypeError: for integer inputs.
+    """
+    x, y = convert_n([x, y])
+    if x.dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
+        raise TypeError(f"tf.div_no_nan takes float tensors, got {x.dtype.name} ({x.name}); tf.cast it first")
+    return registry.make_op("DivNoNan", [x, y], name=name).outputs[0]
 
 
 def floordiv(x, y, name=None):

@@ -1,4 +1,5 @@
-"""Neural-network ops (`tf.nn`): softmax, log-softmax, bias_add, cross-entropy losses, l2_loss, dropout.
+"""Neural-network ops (`tf.nn`): softmax, log-softmax, bias_add, xw_plus_b, cross-entropy losses,
+l2_loss, dropout.
 
 Kernels are numerically stable (logits are shifted by their maximum before `exp`, the
 log-sum-exp trick) and the gradients are TF's formulas, including the second-order term
@@ -153,6 +154,20 @@ def bias_add(value, bias, data_format=None, name=None):
         )
     value, bias = convert_n([value, bias])
     return registry.make_op("BiasAdd", [value, bias], {"data_format": "NHWC"}, name=name).outputs[0]
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """`tf.nn.xw_plus_b`: ``matmul(x, weights) + biases`` (a `MatMul` then a `BiasAdd` named `name`).
+
+    Args:
+        x: a 2-D Tensor ``[batch, in]``; weights: ``[in, out]``; biases: 1-D ``[out]``.
+        name: the name scope and the result's name (default ``xw_plus_b``).
+    """
+    with get_default_graph().name_scope(name or "xw_plus_b") as scope:
+        x = convert_to_tensor(x, name="x")
+        weights = convert_to_tensor(weights, name="weights")
+        biases = convert_to_tensor(biases, name="biases")
+        return bias_add(math_ops.matmul(x, weights), biases, name=scope)
 
 
 registry.shape("L2Loss")(lambda inputs, attrs: [(inputs[0].dtype, TensorShape(()))])

@@ -410,6 +410,7 @@ for _dunder in [
     "__le__",
     "__gt__",
     "__ge__",
+    "__getitem__",
 ]:
     setattr(Variable, _dunder, _operator(_dunder))
 Variable.__array_priority__ = 100
@@ -455,6 +456,8 @@ def local_variables_initializer():
 
 
 initialize_all_variables = global_variables_initializer
+initialize_local_variables = local_variables_initializer  # TF 1.x's deprecated names, still in tutorials
+initialize_variables = variables_initializer
 
 
 def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):

@@ -1,5 +1,6 @@
-"""The optimizers' update ops: `ApplyGradientDescent`, `ApplyMomentum`, `ApplyAdam`, and the
-sparse `SparseApplyMomentum` (only the rows an `IndexedSlices` gradient names).
+"""The optimizers' update ops: `ApplyGradientDescent`, `ApplyMomentum`, `ApplyAdam`, `ApplyAdagrad`,
+`ApplyRMSProp`, `ApplyCenteredRMSProp`, and the sparse `SparseApplyMomentum` (only the rows an
+`IndexedSlices` gradient names).
 
 Each op takes the variable (and its slots, e.g. the momentum accumulator) as *ref
 inputs*, so its kernel receives the `VariableResource`s themselves, and the
@@ -56,6 +57,28 @@ _SIGNATURES = {
         ("lr", "scalar"),
         ("beta1", "scalar"),
         ("beta2", "scalar"),
+        ("epsilon", "scalar"),
+        ("grad", "like"),
+    ),
+    "ApplyAdagrad": (("var", "ref"), ("accum", "ref"), ("lr", "scalar"), ("grad", "like")),
+    "ApplyRMSProp": (
+        ("var", "ref"),
+        ("ms", "ref"),
+        ("mom", "ref"),
+        ("lr", "scalar"),
+        ("rho", "scalar"),
+        ("momentum", "scalar"),
+        ("epsilon", "scalar"),
+        ("grad", "like"),
+    ),
+    "ApplyCenteredRMSProp": (
+        ("var", "ref"),
+        ("mg", "ref"),
+        ("ms", "ref"),
+        ("mom", "ref"),
+        ("lr", "scalar"),
+        ("rho", "scalar"),
+        ("momentum", "scalar"),
         ("epsilon", "scalar"),
         ("grad", "like"),
     ),
@@ -214,6 +237,50 @@ def _apply_adam_kernel(ctx, node, var, m, v, beta1_power, beta2_power, lr, beta1
     return new_w
 
 
+@registry.kernel("ApplyAdagrad")
+def _apply_adagrad_kernel(ctx, node, var, accum, lr, grad):
+    with _locked(node, var, accum):
+        w = var.read()
+        a = _read_like(node, var, w, accum, "accum")
+        grad = _read_like(node, var, w, grad, "grad")
+        if node.attr.get("update_slots", True):
+            a = np.asarray(a + np.square(grad), dtype=w.dtype)
+            accum.value = a
+        var.value = new_w = np.asarray(w - grad * lr / np.sqrt(a), dtype=w.dtype)
+    return new_w
+
+
+def _rms_prop_update(node, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    """TF's (centered when `mg` is given) RMSProp step; stores the slots and the variable."""
+    w = var.read()
+    grad = _read_like(node, var, w, grad, "grad")
+    ms_val = _read_like(node, var, w, ms, "ms")
+    ms_val = np.asarray(ms_val + (np.square(grad) - ms_val) * (1 - rho), dtype=w.dtype)
+    denom = ms_val + epsilon
+    if mg is not None:
+        mg_val = _read_like(node, var, w, mg, "mg")
+        mg_val = np.asarray(mg_val + (grad - mg_val) * (1 - rho), dtype=w.dtype)
+        denom = ms_val - np.square(mg_val) + epsilon
+        mg.value = mg_val
+    mom_val = _read_like(node, var, w, mom, "mom")
+    mom_val = np.asarray(mom_val * momentum + grad * lr / np.sqrt(denom), dtype=w.dtype)
+    ms.value, mom.value = ms_val, mom_val
+    var.value = new_w = np.asarray(w - mom_val, dtype=w.dtype)
+    return new_w
+
+
+@registry.kernel("ApplyRMSProp")
+def _apply_rms_prop_kernel(ctx, node, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    with _locked(node, var, ms, mom):
+        return _rms_prop_update(node, var, None, ms, mom, lr, rho, momentum, epsilon, grad)
+
+
+@registry.kernel("ApplyCenteredRMSProp")
+def _apply_centered_rms_prop_kernel(ctx, node, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    with _locked(node, var, mg, ms, mom):
+        return _rms_prop_update(node, var, mg, ms, mom, lr, rho, momentum, epsilon, grad)
+
+
 # -- constructors ---------------------------------------------------------------------------------
 def _ref(var, op_type):
     if isinstance(var, Variable):
@@ -321,3 +388,55 @@ def apply_adam(
     """
     values = [beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]
     return _apply("ApplyAdam", [var, m, v], values, {"use_locking": bool(use_locking)}, name)
+
+
+def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, name=None):
+    """One Adagrad step, TF's `ApplyAdagrad`::
+
+        accum += grad**2            (unless update_slots=False)
+        var -= lr * grad / sqrt(accum)
+
+    Args:
+        var: the `tf.Variable` to update; `accum`: its accumulator slot.
+        lr: scalar learning rate of the variable's dtype.
+        grad: the gradient, of the variable's shape and dtype.
+
+    Returns:
+        The variable's new value (a Tensor).
+
+    Raises:
+        TypeError, ValueError: as `apply_gradient_descent`.
+    """
+    attrs = {"use_locking": bool(use_locking), "update_slots": bool(update_slots)}
+    return _apply("ApplyAdagrad", [var, accum], [lr, grad], attrs, name)
+
+
+def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None):
+    """One RMSProp step, TF's `ApplyRMSProp`::
+
+        ms = ms + (grad**2 - ms) * (1 - rho)
+        mom = mom * momentum + lr * grad / sqrt(ms + epsilon)
+        var -= mom
+
+    Args:
+        var: the `tf.Variable` to update; `ms`, `mom`: its mean-square and momentum slots.
+        lr, rho, momentum, epsilon: scalar hyper-parameters of the variable's dtype.
+        grad: the gradient, of the variable's shape and dtype.
+
+    Returns:
+        The variable's new value (a Tensor).
+
+    Raises:
+        TypeError, ValueError: as `apply_gradient_descent`.
+    """
+    values = [lr, rho, momentum, epsilon, grad]
+    return _apply("ApplyRMSProp", [var, ms, mom], values, {"use_locking": bool(use_locking)}, name)
+
+
+def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None):
+    """One centered RMSProp step, TF's `ApplyCenteredRMSProp`: as `apply_rms_prop`, with the
+    mean gradient ``mg = mg + (grad - mg) * (1 - rho)`` and ``sqrt(ms - mg**2 + epsilon)`` as
+    the denominator (the gradient's variance instead of its second moment)."""
+    values = [lr, rho, momentum, epsilon, grad]
+    attrs = {"use_locking": bool(use_locking)}
+    return _apply("ApplyCenteredRMSProp", [var, mg, ms, mom], values, attrs, name)

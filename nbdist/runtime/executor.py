@@ -396,9 +396,18 @@ def prune_and_sort(by_name, fed, fetches, targets):
             if dep not in needed:
                 stack.append((dep, False))
         for c in node.control_inputs:
-            if c not in needed:
+            if c not in needed and not _fed_placeholder(by_name.get(c), fed):
                 stack.append((c, False))
     return order
+
+
+_PLACEHOLDERS = ("Placeholder", "PlaceholderV2")
+
+
+def _fed_placeholder(node, fed):
+    """A placeholder whose value is fed: a control edge from it is satisfied by the feed (TF's
+    rewrite moves such edges to the feed), instead of running the placeholder, which would fail."""
+    return node is not None and node.op in _PLACEHOLDERS and f"{node.name}:0" in fed
 
 
 def _ref_resource(node, pos, src, kind, by_name):

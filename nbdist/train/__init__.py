@@ -3,6 +3,7 @@ the distributed runtime's entry points."""
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.train import in_graph  # nbdist addition: tf.train.in_graph.replicate, average_gradients
+from nbdist.train.adagrad import AdagradOptimizer
 from nbdist.train.adam import AdamOptimizer
 from nbdist.train.basic_session_run_hooks import (
     CheckpointSaverHook,
@@ -41,6 +42,7 @@ from nbdist.train.moving_averages import ExponentialMovingAverage
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.report_hook import ReportHook
+from nbdist.train.rmsprop import RMSPropOptimizer
 from nbdist.train.saver import Saver, SaverDef
 from nbdist.train.scaffold import Scaffold
 from nbdist.train.session_manager import SessionManager
@@ -56,6 +58,7 @@ from nbdist.train.training_util import (
 )
 
 __all__ = [
+    "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointSaverHook",
     "CheckpointSaverListener",
@@ -75,6 +78,7 @@ __all__ = [
     "Optimizer",
     "QueueRunner",
     "ReportHook",
+    "RMSPropOptimizer",
     "Saver",
     "SaverDef",
     "Scaffold",

@@ -42,17 +42,26 @@ def create_zeros_slot(primary, name):
     colocated with `primary` (TF's ``slot_creator.create_zeros_slot``). A second slot
     with the same `name` gets ``_1`` appended (``w/Adam``, ``w/Adam_1``).
     """
+    return create_filled_slot(primary, 0, name)
+
+
+def create_filled_slot(primary, value, name):
+    """As `create_zeros_slot`, filled with the number `value` instead (Adagrad's accumulator
+    starts at 0.1, RMSProp's mean square at 1: TF's ``create_slot_with_initializer``)."""
     graph = primary.graph
     validate = primary.shape.is_fully_defined()
 
-    def zeros():
-        # Without a static shape, zeros shaped like the primary's initial value when it runs.
+    def initial_value():
+        # Without a static shape, shaped like the primary's initial value when it runs.
         shape = primary.shape if validate else array_ops.shape(primary.initial_value)
-        return array_ops.zeros(shape, primary.dtype)
+        if value == 0:
+            return array_ops.zeros(shape, primary.dtype)
+        dims = shape.as_list() if validate else shape
+        return array_ops.fill(dims, constant(value, dtype=primary.dtype))
 
     with graph.name_scope(None), graph.control_dependencies(None), graph.colocate_with(primary):
         return state_ops.Variable(
-            zeros,
+            initial_value,
             trainable=False,
             name=f"{primary.op.name}/{name}",
             validate_shape=validate,
@@ -269,10 +278,14 @@ class Optimizer(abc.ABC):
 
     def _zeros_slot(self, var, slot_name, op_name):
         """Gets or creates `var`'s slot `slot_name`, a variable ``<var>/<op_name>`` of zeros."""
+        return self._filled_slot(var, 0, slot_name, op_name)
+
+    def _filled_slot(self, var, value, slot_name, op_name):
+        """Gets or creates `var`'s slot `slot_name`, a variable ``<var>/<op_name>`` filled with `value`."""
         named_slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in named_slots:
-            named_slots[key] = create_zeros_slot(var, op_name)
+            named_slots[key] = create_filled_slot(var, value, op_name)
         return named_slots[key]
 
     def _create_non_slot_variable(self, initial_value, name, colocate_with):

@@ -103,7 +103,7 @@ class QueueRunner:
         coord.wait_for_stop()
         try:
             sess.run(self._cancel_op)
-        except errors.OpError as e:
+        except (errors.OpError, RuntimeError) as e:  # RuntimeError: the session was closed first (as TF)
             _log.debug("QueueRunner %s: ignored error cancelling the queue: %s", self.name, e)
 
     def create_threads(self, sess, coord=None, daemon=False, start=False):
