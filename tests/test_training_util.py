@@ -96,5 +96,5 @@ def test_global_step_reads_the_value_as_an_int():
 
 
 def test_unsupported_train_names_say_so():
-    with pytest.raises(AttributeError, match=r"tf\.train\.RMSPropOptimizer is not supported by nbdist yet"):
+    with pytest.raises(AttributeError, match=r"tf\.train\.FtrlOptimizer is not supported by nbdist yet"):
         _ = tf.train.FtrlOptimizer
