@@ -77,6 +77,37 @@ class _Step:
         self.watch = watch  # (argument position, kind name) of each watched resource it touches
 
 
+def _output_spec(by_name, tensor_name):
+    """``(DType, TensorShape)`` of output ``op:i`` of the nodes `by_name`."""
+    op, index = _split_input(tensor_name)
+    return by_name[op].output[index]
+
+
+def check_fed_value(name, dtype, shape, value):
+    """Checks a fed value that arrived over the wire (a client converts, so it must match exactly).
+
+    Raises:
+        InvalidArgumentError: `value` is not an array of `dtype` whose shape fits `shape`,
+            naming the tensor `name`.
+    """
+    if not isinstance(value, np.ndarray):
+        got = type(value).__name__
+    elif dtype.name == "string":
+        got = None if value.dtype == object else value.dtype.name
+    else:
+        got = None if value.dtype == dtype.np else value.dtype.name
+    if got is not None:
+        raise errors.InvalidArgumentError(
+            name.rpartition(":")[0], None, f"fed value for tensor {name!r} of dtype {dtype.name} is {got}"
+        )
+    if not shape.is_compatible_with(value.shape):
+        raise errors.InvalidArgumentError(
+            name.rpartition(":")[0],
+            None,
+            f"Cannot feed value of shape {value.shape} for tensor {name!r}, which has shape {shape}",
+        )
+
+
 def _split_input(name):
     op, _, index = name.rpartition(":")
     return (op, int(index)) if op else (name, 0)
@@ -149,6 +180,7 @@ class ExecutionPlan:
             self._steps.append(step)
             index_of[node.name] = step.index
         self._n_slots = n_slots
+        self._feed_specs = [(f, *_output_spec(by_name, f)) for f in self.feeds]
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
         last_use = {}
@@ -162,6 +194,22 @@ class ExecutionPlan:
                 step.frees += (slot,)
         self.may_block = any(registry.lookup(n.op).blocking for n in order)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
+
+    def check_feeds(self, feed_values):
+        """Checks values received for this plan's feeds (one per feed, in order) against
+        each fed tensor's dtype and static shape.
+
+        Raises:
+            InvalidArgumentError: a missing or extra value, or one of another dtype or shape,
+                naming the tensor.
+        """
+        if not isinstance(feed_values, (list, tuple)) or len(feed_values) != len(self._feed_specs):
+            count = len(feed_values) if isinstance(feed_values, (list, tuple)) else repr(feed_values)
+            raise errors.InvalidArgumentError(
+                None, None, f"expected {len(self._feed_specs)} fed values ({self.feeds}), got {count}"
+            )
+        for (name, dtype, shape), value in zip(self._feed_specs, feed_values, strict=True):
+            check_fed_value(name, dtype, shape, value)
 
     def run(self, ctx, feed_values=()):
         """Executes the plan; returns the fetched values in order.

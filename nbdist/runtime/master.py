@@ -25,7 +25,7 @@ from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer
-from nbdist.runtime.executor import prune_and_sort
+from nbdist.runtime.executor import check_fed_value, prune_and_sort
 from nbdist.runtime.partition import partition
 from nbdist.runtime.serving import DEFERRED, Rpc
 from nbdist.runtime.worker import LocalWorker, RemoteWorker
@@ -66,6 +66,27 @@ class _MasterSession:
             dropped = list(self.steps.values())
             self.steps.clear()
             return dropped
+
+
+def _check_feeds(session, feeds):
+    """Checks a RunStep's feeds (``{tensor name: array}``) against the session's graph.
+
+    Raises:
+        InvalidArgumentError: not a map, an unknown tensor, or a value of another dtype or
+            shape, naming the tensor.
+    """
+    if not isinstance(feeds, dict):
+        raise errors.InvalidArgumentError(
+            None, None, f"RunStep feeds must be a map, got {type(feeds).__name__}"
+        )
+    for name, value in feeds.items():
+        op, _, index = name.rpartition(":") if isinstance(name, str) else ("", "", "")
+        node = session.by_name.get(op)
+        if node is None or not index.isdigit() or int(index) >= len(node.output):
+            raise errors.InvalidArgumentError(
+                op or None, None, f"fed tensor {name!r} is not in the session's graph"
+            )
+        check_fed_value(name, *node.output[int(index)], value)
 
 
 def _signature(session, msg):
@@ -195,6 +216,7 @@ class MasterService:
         """Starts one step; the reply goes through `responder`. Runs on the I/O thread."""
         arrived_s = time.time()  # the RunStep span starts here, before any planning
         session = self._session(msg["handle"])
+        _check_feeds(session, msg.get("feeds", {}))
         plan = session.steps.get(_signature(session, msg))
         if plan is None:
             self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
@@ -210,7 +232,14 @@ class MasterService:
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
-        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s, session).start())
+
+        def start():
+            try:
+                _Step(self, plan, msg, responder, calls, True, arrived_s, session).start()
+            except Exception as e:  # noqa: BLE001 - a malformed request must still be answered
+                responder.fail(e)
+
+        self.loop.post(start)
 
     # -- planning (pool) --------------------------------------------------------------------------------
     def _plan(self, session, msg, calls):

@@ -115,6 +115,7 @@ class WorkerService:
                 f"graph handle {handle!r} is not registered on {self.task_device} "
                 "(the task restarted?); create a new tf.Session so its partitions are registered again",
             )
+        plan.check_feeds(feed_values)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ops = [] if trace else None
         began = time.perf_counter()
