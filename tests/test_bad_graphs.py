@@ -30,9 +30,9 @@ def _run(cluster, fetch, feeds=None):
         return sess.run(fetch, feeds)
 
 
-def _tf_error(build, feeds_of=None):
+def _tf_error(build):
     """The class of the error real TF raises running `build(tf1)`'s fetch in a local session."""
-    import tensorflow.compat.v1 as tf1  # noqa: PLC0415 - real TF only for the parity check
+    import tensorflow.compat.v1 as tf1  # real TF only for the parity check
 
     with tf1.Graph().as_default():
         fetch, feeds = build(tf1)
