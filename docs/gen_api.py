@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 import nbdist as tf  # noqa: E402 - after the path set-up, so the checkout's nbdist is documented
 
 OUT = ROOT / "docs" / "api.md"
-NAMESPACES = ("", "nn", "train", "errors", "summary")
+NAMESPACES = ("", "nn", "train", "errors", "summary", "test", "data")
 
 HEADER = """# Supported TensorFlow 1.x API
 
@@ -29,6 +29,8 @@ TF 1.x unless `docs/architecture.md` says otherwise.
 
 Out of scope for this wave: `tf.estimator`, `tf.distribute`, control flow (`tf.cond`,
 `tf.while_loop`), and `tf.data`'s `map` of Python functions (it needs function tracing).
+`tf.data.Dataset.map`, `filter`, `flat_map`, `interleave` and `apply` raise `NotImplementedError`
+saying so; shuffled orders are nbdist's own (seeded, one permutation per epoch), not TF's.
 `tf.app`, `tf.flags` (absl's flags, as in TF 1.x) and `tf.logging` are modules: every
 name of TF's is there.
 

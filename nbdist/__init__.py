@@ -47,6 +47,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import queue_ops as _queue_ops
@@ -58,12 +59,20 @@ from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
+from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from nbdist.runtime.session import InteractiveSession, Session
 
 # Public functions of the op modules that are not TF 1.x names at tf.* (they live at tf.nn.*
 # or are nbdist's own helpers for gradients).
-_NOT_AT_TF = {"sum_to_shape", "broadcast_to_like", "relu", "softplus", "with_dependencies"}
+_NOT_AT_TF = {
+    "sum_to_shape",
+    "broadcast_to_like",
+    "relu",
+    "softplus",
+    "with_dependencies",
+    "read_variable_now",
+}
 _export_all(
     globals(),
     _math_ops,
@@ -76,10 +85,11 @@ _export_all(
     _variable_scope,
     _queue_ops,
     _accumulator_ops,
+    _index_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import nn, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.platform import app, flags  # noqa: E402 - tf.app, tf.flags (absl's flags, as TF 1.x)
+from nbdist import data, nn, summary, train  # noqa: E402 - the namespaces use the names above
+from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 """`tf.nn`: activations, softmax, cross-entropy losses, bias_add, l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
 from nbdist.ops.nn_ops import (
     bias_add,
@@ -18,6 +19,7 @@ from nbdist.ops.nn_ops import (
 __all__ = [
     "bias_add",
     "dropout",
+    "embedding_lookup",
     "l2_loss",
     "leaky_relu",
     "log_softmax",

@@ -118,7 +118,7 @@ def _serve(server, with_exec):
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     try:
-        task = Task(server.server_def["job_name"], server.server_def["task_index"]).name
+        task = Task(server.server_def.job_name, server.server_def.task_index).name
         os.environ["NBDIST_TASK"] = task
         if os.environ.get("NBDIST_EVENTS"):
             from nbdist.task import events  # noqa: PLC0415 - only tasks of a notebook's cluster

@@ -1,9 +1,12 @@
-"""Real-browser test helpers: Jupyter front ends on 127.0.0.1 and headless Chromium.
+"""Notebook and real-browser test helpers: the nbclient runner, Jupyter front ends on
+127.0.0.1 and headless Chromium.
 
-Shared by test_browser_widgets.py (JupyterLab 4) and test_browser_frontends.py (Notebook 7,
-Voila, nbconvert's static HTML). Each server runs from a temp dir with its own JUPYTER_*
-config, runtime, settings and workspace dirs, is stopped by PID (SIGTERM, then SIGKILL) and
-must leave no child process behind. Recipe: docs/testing-notebooks.md.
+Shared by test_notebooks.py (nbclient), test_browser_widgets.py (JupyterLab 4),
+test_browser_frontends.py (Notebook 7, Voila, nbconvert's static HTML) and
+test_browser_report.py; their one browser is conftest's ``browser`` fixture (`chromium`
+here). Each server runs from a temp dir with its own JUPYTER_* config, runtime, settings and
+workspace dirs, is stopped by PID (SIGTERM, then SIGKILL) and must leave no child process
+behind. Recipe: docs/testing-notebooks.md.
 """
 
 import contextlib
@@ -25,10 +28,13 @@ import psutil
 import pytest
 
 from nbdist.notebook import graph_model as gm
-from procs import REPO, free_port, wait_gone
+from procs import free_port, kernel_env, wait_gone
 
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
+try:
+    from playwright import sync_api
+except ImportError:  # the nbclient runner works without it; `chromium()` skips the test
+    sync_api = None
+expect = sync_api.expect if sync_api else None
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 TASKS = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
 VIEWPORT = {"width": 1400, "height": 2400}  # tall: every cell and widget on screen at once
@@ -105,6 +111,25 @@ def write_live_notebook(path, join=True, steps=30):
     nbformat.write(nb, path)
 
 
+def execute_notebook(nb, cwd, store_widget_state=True, timeout_s=120):
+    """Runs every cell of `nb` in order in a real ``python3`` kernel (nbclient) started in
+    `cwd` with `kernel_env()`; the outputs (and, if asked, the widget state) land in `nb`.
+
+    Returns:
+        `nb`. A cell that raises stops the run with nbclient's ``CellExecutionError``.
+    """
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb,
+        timeout=timeout_s,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        store_widget_state=store_widget_state,
+    ).execute(env=kernel_env())
+    return nb
+
+
 # -- servers ------------------------------------------------------------------------------------------
 @dataclass
 class Server:
@@ -121,8 +146,7 @@ class Server:
 def isolated_env(state):
     """The environment for a server: nbdist importable, every JUPYTER_* dir under `state`,
     no news/update toast, and notebook windowing off (off-screen cells stay in the DOM)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    env.pop("NBDIST_CLUSTER_KEY", None)
+    env = kernel_env()
     for var, sub in [
         ("JUPYTER_CONFIG_DIR", "cfg"),
         ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -235,7 +259,10 @@ def _stop(proc, log_path):
 # -- browser ------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def chromium():
-    """Headless Chromium (the system one, ``$CHROMIUM_PATH`` or on PATH) driven by Playwright."""
+    """Headless Chromium (the system one, ``$CHROMIUM_PATH`` or on PATH) driven by Playwright;
+    the test is skipped where Playwright is not installed."""
+    if sync_api is None:
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
     with sync_api.sync_playwright() as p:
         kwargs = {"headless": True, "args": ["--no-sandbox"]}  # --no-sandbox: root in containers
         if CHROMIUM:

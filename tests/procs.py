@@ -16,6 +16,14 @@ import nbdist
 REPO = str(Path(nbdist.__file__).resolve().parent.parent)
 
 
+def kernel_env():
+    """The environment for a child that runs user code (a Jupyter kernel or server): this
+    checkout of nbdist first on PYTHONPATH, and no cluster key inherited from the test run."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    env.pop("NBDIST_CLUSTER_KEY", None)
+    return env
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -4,20 +4,12 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from local_run import run_in_session
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 _RNG = np.random.default_rng(11)
 X = _RNG.standard_normal((2, 3, 4))
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
-def _run(fetch, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetch, feed)
 
 
 # -- placeholder, shape, size, rank -----------------------------------------------------------------
@@ -26,7 +18,7 @@ def test_unfed_placeholder_says_how_to_fix():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"must feed a value for placeholder tensor 'inputs'"
     ):
-        _run(x * 2.0)
+        run_in_session(x * 2.0)
 
 
 def test_shape_size_rank_at_run_time():
@@ -34,7 +26,7 @@ def test_shape_size_rank_at_run_time():
     s, n, r = tf.shape(x), tf.size(x), tf.rank(x)
     assert s.dtype == tf.int32 and s.shape.ndims == 1
     assert n.shape.ndims == 0 and r.shape.ndims == 0
-    out = _run([s, n, r], {x: np.zeros((2, 5), np.float32)})
+    out = run_in_session([s, n, r], {x: np.zeros((2, 5), np.float32)})
     np.testing.assert_array_equal(out[0], [2, 5])
     assert (out[1], out[2]) == (10, 2)
 
@@ -44,7 +36,7 @@ def test_shape_has_static_length_when_rank_known():
 
 
 def test_shape_out_type_int64():
-    assert _run(tf.shape(tf.zeros([2]), out_type=tf.int64)).dtype == np.int64
+    assert run_in_session(tf.shape(tf.zeros([2]), out_type=tf.int64)).dtype == np.int64
 
 
 def test_get_static_value_of_constants_and_known_shapes():
@@ -56,7 +48,7 @@ def test_get_static_value_of_constants_and_known_shapes():
 def test_reshape_infers_minus_one():
     y = tf.reshape(tf.constant(X), [4, -1])
     assert y.shape.as_list() == [4, 6]
-    np.testing.assert_array_equal(_run(y), X.reshape(4, -1))
+    np.testing.assert_array_equal(run_in_session(y), X.reshape(4, -1))
 
 
 def test_reshape_with_unknown_input_has_partly_known_shape():
@@ -87,19 +79,19 @@ def test_reshape_wrong_element_count_at_run_time():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"Input to reshape has shape \[7\]: cannot reshape"
     ):
-        _run(tf.reshape(x, [2, -1]), {x: np.zeros(7, np.float32)})
+        run_in_session(tf.reshape(x, [2, -1]), {x: np.zeros(7, np.float32)})
 
 
 # -- transpose -----------------------------------------------------------------------------------------
 def test_transpose_with_perm():
     y = tf.transpose(tf.constant(X), [2, 0, 1])
     assert y.shape.as_list() == [4, 2, 3]
-    np.testing.assert_array_equal(_run(y), X.transpose(2, 0, 1))
+    np.testing.assert_array_equal(run_in_session(y), X.transpose(2, 0, 1))
 
 
 def test_transpose_default_reverses_axes_even_of_unknown_rank():
     x = tf.placeholder(tf.float64, None)
-    np.testing.assert_array_equal(_run(tf.transpose(x), {x: X}), X.T)
+    np.testing.assert_array_equal(run_in_session(tf.transpose(x), {x: X}), X.T)
 
 
 def test_transpose_rejects_a_non_permutation():
@@ -108,7 +100,7 @@ def test_transpose_rejects_a_non_permutation():
 
 
 def test_invert_permutation():
-    np.testing.assert_array_equal(_run(tf.invert_permutation([2, 0, 1])), [1, 2, 0])
+    np.testing.assert_array_equal(run_in_session(tf.invert_permutation([2, 0, 1])), [1, 2, 0])
 
 
 # -- concat, stack, unstack ----------------------------------------------------------------------------
@@ -116,7 +108,7 @@ def test_concat_joins_on_an_axis():
     a, b = X[:, :1], X[:, 1:]
     y = tf.concat([tf.constant(a), tf.constant(b)], axis=1)
     assert y.shape.as_list() == [2, 3, 4]
-    np.testing.assert_array_equal(_run(y), X)
+    np.testing.assert_array_equal(run_in_session(y), X)
 
 
 def test_concat_negative_axis_and_unknown_dimension():
@@ -134,7 +126,7 @@ def test_concat_mismatch_at_run_time_names_shapes():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"ConcatOp: inputs of shapes \[\[2, 2\], \[3, 2\]\]"
     ):
-        _run(tf.concat([x, tf.zeros([3, 2])], 1), {x: np.zeros((2, 2), np.float32)})
+        run_in_session(tf.concat([x, tf.zeros([3, 2])], 1), {x: np.zeros((2, 2), np.float32)})
 
 
 def test_stack_and_unstack_round_trip():
@@ -142,7 +134,7 @@ def test_stack_and_unstack_round_trip():
     assert len(parts) == 3 and parts[0].shape.as_list() == [2, 4]
     y = tf.stack(parts, axis=1)
     assert y.shape.as_list() == [2, 3, 4]
-    np.testing.assert_array_equal(_run(y), X)
+    np.testing.assert_array_equal(run_in_session(y), X)
 
 
 def test_unstack_needs_num_for_unknown_dimension():
@@ -154,20 +146,20 @@ def test_unstack_needs_num_for_unknown_dimension():
 def test_slice_with_minus_one_size():
     y = tf.slice(tf.constant(X), [1, 1, 0], [1, -1, 2])
     assert y.shape.as_list() == [1, 2, 2]
-    np.testing.assert_array_equal(_run(y), X[1:2, 1:, 0:2])
+    np.testing.assert_array_equal(run_in_session(y), X[1:2, 1:, 0:2])
 
 
 def test_slice_out_of_bounds_at_run_time():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"Slice: begin \[1, 0\] \+ size \[2, 1\] is out of bounds"
     ):
-        _run(tf.slice(tf.zeros([2, 2]), [1, 0], [2, 1]))
+        run_in_session(tf.slice(tf.zeros([2, 2]), [1, 0], [2, 1]))
 
 
 def test_pad_with_constant_values():
     y = tf.pad(tf.constant([[1, 2]]), [[1, 0], [0, 2]], constant_values=9)
     assert y.shape.as_list() == [2, 4]
-    np.testing.assert_array_equal(_run(y), [[9, 9, 9, 9], [1, 2, 9, 9]])
+    np.testing.assert_array_equal(run_in_session(y), [[9, 9, 9, 9], [1, 2, 9, 9]])
 
 
 def test_pad_rejects_other_modes():
@@ -184,34 +176,34 @@ def test_pad_rejects_paddings_of_wrong_shape():
 def test_zeros_and_ones():
     z, o = tf.zeros([2, 3], tf.int64), tf.ones([2])
     assert z.dtype == tf.int64 and o.dtype == tf.float32
-    np.testing.assert_array_equal(_run(z), np.zeros((2, 3)))
-    np.testing.assert_array_equal(_run(o), np.ones(2))
+    np.testing.assert_array_equal(run_in_session(z), np.zeros((2, 3)))
+    np.testing.assert_array_equal(run_in_session(o), np.ones(2))
 
 
 def test_large_zeros_use_fill_not_a_big_constant():
     z = tf.zeros([100, 100])
     assert z.op.type == "Fill"
     assert z.shape.as_list() == [100, 100]
-    assert _run(z).sum() == 0
+    assert run_in_session(z).sum() == 0
 
 
 def test_zeros_of_a_runtime_shape():
     x = tf.placeholder(tf.float32, [None, 2])
     z = tf.ones(tf.shape(x))
     assert z.shape.as_list() == [None, None]
-    np.testing.assert_array_equal(_run(z, {x: np.zeros((3, 2))}), np.ones((3, 2)))
+    np.testing.assert_array_equal(run_in_session(z, {x: np.zeros((3, 2))}), np.ones((3, 2)))
 
 
 def test_zeros_like_and_ones_like_keep_dtype():
     x = tf.constant([1, 2], tf.int32)
-    assert _run(tf.zeros_like(x)).dtype == np.int32
-    np.testing.assert_array_equal(_run(tf.ones_like(x)), [1, 1])
+    assert run_in_session(tf.zeros_like(x)).dtype == np.int32
+    np.testing.assert_array_equal(run_in_session(tf.ones_like(x)), [1, 1])
 
 
 def test_fill():
     y = tf.fill([2, 2], 7.5)
     assert y.shape.as_list() == [2, 2]
-    np.testing.assert_array_equal(_run(y), np.full((2, 2), 7.5))
+    np.testing.assert_array_equal(run_in_session(y), np.full((2, 2), 7.5))
 
 
 def test_fill_rejects_non_scalar_value():
@@ -228,7 +220,7 @@ def test_zeros_rejects_partly_unknown_shape():
 def test_expand_dims_negative_axis():
     y = tf.expand_dims(tf.constant(X), -1)
     assert y.shape.as_list() == [2, 3, 4, 1]
-    assert _run(y).shape == (2, 3, 4, 1)
+    assert run_in_session(y).shape == (2, 3, 4, 1)
 
 
 def test_expand_dims_tf1_dim_alias():
@@ -245,7 +237,7 @@ def test_squeeze_all_and_selected_axes():
     assert tf.squeeze(x).shape.as_list() == [2, 3]
     assert tf.squeeze(x, axis=[2]).shape.as_list() == [1, 2, 3]
     assert tf.squeeze(x, squeeze_dims=[0]).shape.as_list() == [2, 1, 3]
-    assert _run(tf.squeeze(x, [0, 2])).shape == (2, 3)
+    assert run_in_session(tf.squeeze(x, [0, 2])).shape == (2, 3)
 
 
 def test_squeeze_rejects_dimension_not_one():
@@ -256,4 +248,4 @@ def test_squeeze_rejects_dimension_not_one():
 def test_squeeze_dimension_not_one_at_run_time():
     x = tf.placeholder(tf.float32, [None, 1])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"cannot squeeze dim\[0\] of shape \[2, 1\]"):
-        _run(tf.squeeze(x, 0), {x: np.zeros((2, 1))})
+        run_in_session(tf.squeeze(x, 0), {x: np.zeros((2, 1))})

@@ -9,7 +9,6 @@ docs/testing-notebooks.md.
 
 import base64
 import hashlib
-import os
 import re
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 from browser import (
     TASKS,
     artifacts_dir,
-    chromium,
+    execute_notebook,
     expect,
     expect_graph_with_task_colors,
     expect_live_notebook_rendered,
@@ -34,16 +33,9 @@ from browser import (
     write_live_notebook,
 )
 from nbdist.notebook import graph_model as gm
-from procs import REPO
 
 NOTEBOOK = "widgets_live.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.mark.slow
@@ -77,23 +69,12 @@ def test_graph_and_live_dashboard_render_and_update_in_voila(browser, tmp_path_f
 
 
 @pytest.fixture
-def saved_notebook(tmp_path, monkeypatch):
+def saved_notebook(tmp_path):
     """The live notebook run top to bottom and saved as JupyterLab saves it by default:
     widget views in the outputs, but no widget state in the metadata."""
-    from nbclient import NotebookClient
-
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
     path = tmp_path / NOTEBOOK
     write_live_notebook(path)
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-        store_widget_state=False,
-    ).execute()
+    nb = execute_notebook(nbformat.read(path, as_version=4), tmp_path, store_widget_state=False)
     nbformat.write(nb, path)
     return path, nb
 

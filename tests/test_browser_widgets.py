@@ -5,14 +5,13 @@ two replicas, shows the placed & partitioned graph, and trains in a background t
 a `Dashboard` listens to the events. Playwright checks that the graph SVG is in the page
 with every task's colour and that the loss picture changes while training runs; the
 screenshots go to ``$NB_ARTIFACTS_DIR`` (default: pytest's tmp dir). Servers, browser and
-notebook: tests/browser.py; recipe: docs/testing-notebooks.md.
+notebook: tests/browser.py (the browser: conftest's ``browser`` fixture); recipe: docs/testing-notebooks.md.
 """
 
 import pytest
 
 from browser import (
     artifacts_dir,
-    chromium,
     expect_live_notebook_rendered,
     jupyter_server,
     page_with_screenshots,
@@ -29,12 +28,6 @@ def lab(tmp_path_factory):
     write_live_notebook(root / NOTEBOOK)
     with jupyter_server("lab", root, tmp_path_factory.mktemp("labstate")) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import pytest
 
 import nbdist as tf
 from gradcheck import check_gradients
-from nbdist.ops import math_ops, reduction_ops, registry
+from nbdist.ops import index_ops, math_ops, reduction_ops, registry
 
 _RNG = np.random.default_rng(1234)
 
@@ -55,7 +55,15 @@ CASES = [
     ("Cast", lambda x: tf.cast(tf.cast(x, tf.float32) * 3.0, tf.float64), [r(3)], LOOSE),
     ("ConcatV2", lambda x, y: tf.concat([x, y], axis=1), [r(2, 3), r(2, 1)]),
     ("ConcatV2", lambda x, y: tf.concat([x, y, x], axis=-2), [r(1, 3), r(2, 3)]),
+    ("DynamicPartition", lambda d: tf.dynamic_partition(d, [1, 0, 1, 2], 3)[1] * 2.0, [r(4, 2)]),
+    ("DynamicStitch", lambda a, b: tf.dynamic_stitch([[0, 3], [1, 4, 2]], [a, b]), [r(2, 2), r(3, 2)]),
+    (
+        "ParallelDynamicStitch",
+        lambda a, b: index_ops.parallel_dynamic_stitch([[2, 0], [1]], [a, b]),
+        [r(2, 3), r(1, 3)],
+    ),
     ("Exp", tf.exp, [r(2, 3)]),
+    ("FloorMod", tf.floormod, [np.array([2.3, -1.7, 5.2]), np.array([1.1, 0.9, -2.1])]),
     ("ExpandDims", lambda x: tf.expand_dims(x, 1) * _f64([[[1.0], [2.0]]]), [r(3, 2)]),
     ("Fill", lambda s: tf.fill([2, 3], s), [np.array(0.7)]),
     (

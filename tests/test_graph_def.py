@@ -9,8 +9,8 @@ from nbdist.graph.graph_def import (
     decode_attr,
     encode_attr,
     graph_defs_equal,
+    graph_from_graph_def,
     graph_to_graph_def,
-    import_graph_def,
     node_def_of,
 )
 from nbdist.graph.tensor_shape import TensorShape
@@ -46,14 +46,14 @@ def _build_everything(graph):
 
 def test_round_trip_through_a_new_graph_is_exact(graph):
     graph_def = _build_everything(graph)
-    copy = import_graph_def(graph_def)
+    copy = graph_from_graph_def(graph_def)
     assert copy is not graph
     assert graph_defs_equal(graph_to_graph_def(copy), graph_def)
 
 
 def test_imported_graph_keeps_names_types_devices_and_control_inputs(graph):
     graph_def = _build_everything(graph)
-    copy = import_graph_def(graph_def)
+    copy = graph_from_graph_def(graph_def)
     for original in graph.get_operations():
         imported = copy.get_operation_by_name(original.name)
         assert imported.type == original.type
@@ -64,7 +64,7 @@ def test_imported_graph_keeps_names_types_devices_and_control_inputs(graph):
 
 def test_imported_tensors_keep_dtypes_and_shapes(graph):
     graph_def = _build_everything(graph)
-    copy = import_graph_def(graph_def)
+    copy = graph_from_graph_def(graph_def)
     for op in graph.get_operations():
         for t in op.outputs:
             imported = copy.get_tensor_by_name(t.name)
@@ -76,7 +76,7 @@ def test_imported_tensors_keep_dtypes_and_shapes(graph):
 
 def test_imported_constants_keep_value_and_dtype(graph):
     graph_def = _build_everything(graph)
-    copy = import_graph_def(graph_def)
+    copy = graph_from_graph_def(graph_def)
     for name in ("strings", "scalar_bytes", "no_strings", "bools", "int64s", "half", "byte", "empty"):
         before = graph.get_operation_by_name(name).get_attr("value")
         after = copy.get_operation_by_name(name).get_attr("value")
@@ -93,7 +93,7 @@ def test_string_constants_are_stored_as_utf8_bytes(graph):
 
 def test_imported_graph_runs_like_the_original(graph):
     graph_def = _build_everything(graph)
-    copy = import_graph_def(graph_def)
+    copy = graph_from_graph_def(graph_def)
     with tf.Session(graph=copy) as sess:
         assert sess.run("scalar_bytes:0") == b"raw"
         np.testing.assert_array_equal(sess.run("int64s:0"), np.arange(6).reshape(2, 3))
@@ -101,7 +101,7 @@ def test_imported_graph_runs_like_the_original(graph):
 
 def test_imported_graph_continues_unique_names(graph):
     tf.constant(1.0)
-    copy = import_graph_def(graph_to_graph_def(graph))
+    copy = graph_from_graph_def(graph_to_graph_def(graph))
     with copy.as_default():
         assert tf.constant(2.0).op.name == "Const_1"
 
@@ -111,32 +111,32 @@ def test_import_into_an_existing_graph(graph):
     target = tf.Graph()
     with target.as_default():
         tf.constant(2.0, name="b")
-    assert import_graph_def(graph_to_graph_def(graph), graph=target) is target
+    assert graph_from_graph_def(graph_to_graph_def(graph), graph=target) is target
     assert [op.name for op in target.get_operations()] == ["b", "a"]
 
 
 def test_import_of_a_name_already_in_the_graph_is_refused(graph):
     tf.constant(1.0, name="a")
     with pytest.raises(ValueError, match="graph already has an op named 'a'"):
-        import_graph_def(graph_to_graph_def(graph), graph=graph)
+        graph_from_graph_def(graph_to_graph_def(graph), graph=graph)
 
 
 def test_graph_def_with_duplicate_nodes_is_refused(graph):
     tf.constant(1.0, name="a")
     node = graph_to_graph_def(graph)["node"][0]
     with pytest.raises(ValueError, match="GraphDef has two nodes named 'a'"):
-        import_graph_def({"node": [node, node]})
+        graph_from_graph_def({"node": [node, node]})
 
 
 def test_malformed_node_names_the_node():
     with pytest.raises(ValueError, match="malformed NodeDef 'x'"):
-        import_graph_def({"node": [{"name": "x"}]})
+        graph_from_graph_def({"node": [{"name": "x"}]})
 
 
 def test_unknown_dtype_in_node_is_malformed():
     node = {"name": "x", "op": "Const", "output": [["complex256", []]]}
     with pytest.raises(ValueError, match=r"malformed NodeDef 'x'.*complex256"):
-        import_graph_def({"node": [node]})
+        graph_from_graph_def({"node": [node]})
 
 
 def test_extension_holds_only_ops_after_from_version(graph):
@@ -153,8 +153,8 @@ def test_extension_imports_on_top_of_the_base(graph):
     base = graph_to_graph_def(graph)
     version = graph.version
     tf.identity(a, name="b")
-    copy = import_graph_def(base)
-    import_graph_def(graph_to_graph_def(graph, from_version=version), graph=copy)
+    copy = graph_from_graph_def(base)
+    graph_from_graph_def(graph_to_graph_def(graph, from_version=version), graph=copy)
     assert graph_defs_equal(graph_to_graph_def(copy), graph_to_graph_def(graph))
 
 
@@ -226,4 +226,4 @@ def test_operation_node_def_property(graph):
 def test_import_of_a_node_whose_input_is_missing_is_a_value_error():
     graph_def = {"node": [{"name": "b", "op": "Identity", "input": ["a:0"], "output": [["float32", []]]}]}
     with pytest.raises(ValueError, match="node 'b' of the GraphDef names an input that is not defined"):
-        tf.import_graph_def(graph_def, tf.Graph())
+        tf.import_graph_def(graph_def)

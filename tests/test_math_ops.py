@@ -4,19 +4,11 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from local_run import run_in_session
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 _RNG = np.random.default_rng(7)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
-def _run(fetch, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetch, feed)
 
 
 X = _RNG.standard_normal((2, 3))
@@ -53,27 +45,29 @@ P = _RNG.uniform(0.5, 2.0, (2, 3))
     ids=lambda v: getattr(v, "__name__", None),
 )
 def test_forward_values_match_numpy(fn, args, expected):
-    out = _run(fn(*[tf.constant(a) for a in args]))
+    out = run_in_session(fn(*[tf.constant(a) for a in args]))
     assert out.dtype == np.float64
     np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 
 def test_add_n_sums_its_inputs():
-    np.testing.assert_allclose(_run(tf.add_n([tf.constant(X), tf.constant(X), tf.constant(X)])), 3 * X)
+    np.testing.assert_allclose(
+        run_in_session(tf.add_n([tf.constant(X), tf.constant(X), tf.constant(X)])), 3 * X
+    )
 
 
 def test_where_selects_elementwise():
-    out = _run(tf.where(tf.constant(X) > 0.0, tf.constant(X), tf.zeros_like(tf.constant(X))))
+    out = run_in_session(tf.where(tf.constant(X) > 0.0, tf.constant(X), tf.zeros_like(tf.constant(X))))
     np.testing.assert_allclose(out, np.where(X > 0, X, 0))
 
 
 def test_sigmoid_is_stable_for_large_inputs():
-    out = _run(tf.sigmoid(tf.constant([-1000.0, -40.0, 0.0, 40.0, 1000.0], tf.float64)))
+    out = run_in_session(tf.sigmoid(tf.constant([-1000.0, -40.0, 0.0, 40.0, 1000.0], tf.float64)))
     np.testing.assert_allclose(out, [0.0, np.exp(-40.0) / (1 + np.exp(-40.0)), 0.5, 1.0, 1.0], rtol=1e-12)
 
 
 def test_softplus_is_stable_for_large_inputs():
-    out = _run(tf.nn.softplus(tf.constant([-1000.0, 0.0, 1000.0], tf.float64)))
+    out = run_in_session(tf.nn.softplus(tf.constant([-1000.0, 0.0, 1000.0], tf.float64)))
     np.testing.assert_allclose(out, [0.0, np.log(2.0), 1000.0])
 
 
@@ -81,7 +75,7 @@ def test_float32_stays_float32():
     x = tf.constant(X.astype(np.float32))
     for y in (tf.sigmoid(x), tf.nn.softplus(x), tf.log1p(tf.abs(x)), tf.floor(x)):
         assert y.dtype == tf.float32
-        assert _run(y).dtype == np.float32
+        assert run_in_session(y).dtype == np.float32
 
 
 def test_binary_op_static_shape_broadcasts():
@@ -110,24 +104,24 @@ def test_range_counts_like_numpy():
     r = tf.range(2, 11, 3)
     assert r.dtype == tf.int32
     assert r.shape.as_list() == [3]
-    np.testing.assert_array_equal(_run(r), [2, 5, 8])
+    np.testing.assert_array_equal(run_in_session(r), [2, 5, 8])
 
 
 def test_range_with_one_argument_starts_at_zero():
-    np.testing.assert_array_equal(_run(tf.range(4)), [0, 1, 2, 3])
+    np.testing.assert_array_equal(run_in_session(tf.range(4)), [0, 1, 2, 3])
 
 
 def test_range_of_floats_is_float32():
     r = tf.range(0.0, 1.0, 0.25)
     assert r.dtype == tf.float32
-    np.testing.assert_allclose(_run(r), [0.0, 0.25, 0.5, 0.75])
+    np.testing.assert_allclose(run_in_session(r), [0.0, 0.25, 0.5, 0.75])
 
 
 def test_range_with_a_runtime_limit_has_unknown_length():
     n = tf.placeholder(tf.int32, [])
     r = tf.range(0, n)
     assert r.shape.as_list() == [None]
-    np.testing.assert_array_equal(_run(r, {n: 3}), [0, 1, 2])
+    np.testing.assert_array_equal(run_in_session(r, {n: 3}), [0, 1, 2])
 
 
 def test_range_rejects_zero_delta():
@@ -138,13 +132,13 @@ def test_range_rejects_zero_delta():
 def test_range_rejects_zero_delta_at_run_time():
     d = tf.placeholder(tf.int32, [])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"delta must not be 0 \(start=0, limit=5\)"):
-        _run(tf.range(0, 5, d), {d: 0})
+        run_in_session(tf.range(0, 5, d), {d: 0})
 
 
 def test_cast_converts_dtype():
     y = tf.cast(tf.constant([1.7, -2.2]), tf.int32)
     assert y.dtype == tf.int32
-    np.testing.assert_array_equal(_run(y), [1, -2])
+    np.testing.assert_array_equal(run_in_session(y), [1, -2])
 
 
 def test_a_raw_realdiv_of_integers_is_an_error_not_a_floor_division():
@@ -155,12 +149,12 @@ def test_a_raw_realdiv_of_integers_is_an_error_not_a_floor_division():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"RealDiv op 'raw_div' is not defined for int32"
     ):
-        _run(op.outputs[0])
+        run_in_session(op.outputs[0])
 
 
 def test_integer_division_is_true_division_and_floordiv_floors():
     i = tf.constant(np.array([7, -7], np.int64))
-    got = _run([tf.divide(i, 2), i / 2, 7 / i, i // 2, tf.floordiv(i, 2)])
+    got = run_in_session([tf.divide(i, 2), i / 2, 7 / i, i // 2, tf.floordiv(i, 2)])
     assert [g.dtype for g in got] == [np.float64, np.float64, np.float64, np.int64, np.int64]
     np.testing.assert_array_equal(got[0], [3.5, -3.5])
     np.testing.assert_array_equal(got[2], [1.0, -1.0])

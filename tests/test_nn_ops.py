@@ -4,22 +4,14 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from local_run import run_in_session
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 _RNG = np.random.default_rng(3)
 LOGITS = _RNG.standard_normal((3, 4))
 LABELS = _RNG.uniform(0.1, 1.0, (3, 4))
 LABELS /= LABELS.sum(axis=1, keepdims=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
-def _run(fetch, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetch, feed)
 
 
 def _np_log_softmax(x, axis=-1):
@@ -29,29 +21,31 @@ def _np_log_softmax(x, axis=-1):
 
 # -- softmax -------------------------------------------------------------------------------------------
 def test_softmax_matches_numpy():
-    np.testing.assert_allclose(_run(tf.nn.softmax(tf.constant(LOGITS))), np.exp(_np_log_softmax(LOGITS)))
+    np.testing.assert_allclose(
+        run_in_session(tf.nn.softmax(tf.constant(LOGITS))), np.exp(_np_log_softmax(LOGITS))
+    )
 
 
 def test_softmax_on_another_axis():
     y = tf.nn.softmax(tf.constant(LOGITS), axis=0)
     assert y.shape.as_list() == [3, 4]
-    np.testing.assert_allclose(_run(y), np.exp(_np_log_softmax(LOGITS, axis=0)))
+    np.testing.assert_allclose(run_in_session(y), np.exp(_np_log_softmax(LOGITS, axis=0)))
 
 
 def test_softmax_tf1_dim_alias():
     np.testing.assert_allclose(
-        _run(tf.nn.softmax(tf.constant(LOGITS), dim=0)), np.exp(_np_log_softmax(LOGITS, 0))
+        run_in_session(tf.nn.softmax(tf.constant(LOGITS), dim=0)), np.exp(_np_log_softmax(LOGITS, 0))
     )
 
 
 def test_softmax_is_stable_for_huge_logits():
-    out = _run(tf.nn.softmax(tf.constant([[1000.0, 0.0, -1000.0]])))
+    out = run_in_session(tf.nn.softmax(tf.constant([[1000.0, 0.0, -1000.0]])))
     np.testing.assert_allclose(out, [[1.0, 0.0, 0.0]])
 
 
 def test_log_softmax_matches_numpy_and_is_stable():
     x = np.array([[1000.0, 999.0], [0.5, -0.5]])
-    np.testing.assert_allclose(_run(tf.nn.log_softmax(tf.constant(x))), _np_log_softmax(x))
+    np.testing.assert_allclose(run_in_session(tf.nn.log_softmax(tf.constant(x))), _np_log_softmax(x))
 
 
 def test_softmax_rejects_integer_logits():
@@ -68,7 +62,7 @@ def test_softmax_rejects_axis_out_of_range():
 def test_bias_add_adds_along_last_axis():
     y = tf.nn.bias_add(tf.constant(LOGITS), tf.constant([1.0, 2.0, 3.0, 4.0], tf.float64))
     assert y.shape.as_list() == [3, 4]
-    np.testing.assert_allclose(_run(y), LOGITS + np.array([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_allclose(run_in_session(y), LOGITS + np.array([1.0, 2.0, 3.0, 4.0]))
 
 
 def test_bias_add_rejects_wrong_bias_length():
@@ -89,30 +83,32 @@ def test_bias_add_rejects_nchw():
 def test_l2_loss_is_half_sum_of_squares():
     y = tf.nn.l2_loss(tf.constant(LOGITS))
     assert y.shape.as_list() == []
-    assert _run(y) == pytest.approx((LOGITS**2).sum() / 2)
+    assert run_in_session(y) == pytest.approx((LOGITS**2).sum() / 2)
 
 
 def test_leaky_relu():
-    np.testing.assert_allclose(_run(tf.nn.leaky_relu(tf.constant([-2.0, 3.0]), alpha=0.1)), [-0.2, 3.0])
+    np.testing.assert_allclose(
+        run_in_session(tf.nn.leaky_relu(tf.constant([-2.0, 3.0]), alpha=0.1)), [-0.2, 3.0]
+    )
 
 
 # -- cross entropies ------------------------------------------------------------------------------------------
 def test_softmax_cross_entropy_v2_matches_numpy():
     y = tf.nn.softmax_cross_entropy_with_logits_v2(labels=tf.constant(LABELS), logits=tf.constant(LOGITS))
     assert y.shape.as_list() == [3]
-    np.testing.assert_allclose(_run(y), -(LABELS * _np_log_softmax(LOGITS)).sum(axis=1))
+    np.testing.assert_allclose(run_in_session(y), -(LABELS * _np_log_softmax(LOGITS)).sum(axis=1))
 
 
 def test_softmax_cross_entropy_on_axis_zero():
     y = tf.nn.softmax_cross_entropy_with_logits_v2(
         labels=tf.constant(LABELS.T), logits=tf.constant(LOGITS.T), axis=0
     )
-    np.testing.assert_allclose(_run(y), -(LABELS * _np_log_softmax(LOGITS)).sum(axis=1))
+    np.testing.assert_allclose(run_in_session(y), -(LABELS * _np_log_softmax(LOGITS)).sum(axis=1))
 
 
 def test_softmax_cross_entropy_is_stable_for_huge_logits():
     y = tf.nn.softmax_cross_entropy_with_logits_v2(labels=[[0.0, 1.0]], logits=[[1000.0, -1000.0]])
-    np.testing.assert_allclose(_run(y), [2000.0])
+    np.testing.assert_allclose(run_in_session(y), [2000.0])
 
 
 def test_softmax_cross_entropy_v1_gives_labels_no_gradient_but_v2_does():
@@ -121,10 +117,10 @@ def test_softmax_cross_entropy_v1_gives_labels_no_gradient_but_v2_does():
     v2 = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
     assert tf.gradients(v1, labels) == [None]
     (g,) = tf.gradients(v2, labels)
-    np.testing.assert_allclose(_run(g), -_np_log_softmax(LOGITS))
+    np.testing.assert_allclose(run_in_session(g), -_np_log_softmax(LOGITS))
     g1, g2 = tf.gradients(v1, logits)[0], tf.gradients(v2, logits)[0]
-    np.testing.assert_allclose(_run(g1), np.exp(_np_log_softmax(LOGITS)) - LABELS)
-    np.testing.assert_allclose(_run(g2), _run(g1))
+    np.testing.assert_allclose(run_in_session(g1), np.exp(_np_log_softmax(LOGITS)) - LABELS)
+    np.testing.assert_allclose(run_in_session(g2), run_in_session(g1))
 
 
 def test_softmax_cross_entropy_v1_needs_named_arguments():
@@ -143,20 +139,20 @@ def test_softmax_cross_entropy_mismatch_at_run_time():
     labels = tf.placeholder(tf.float32, None)
     y = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=tf.zeros([3, 4]))
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"logits and labels must be the same size"):
-        _run(y, {labels: np.zeros((3, 3))})
+        run_in_session(y, {labels: np.zeros((3, 3))})
 
 
 def test_sparse_softmax_cross_entropy_matches_numpy():
     y = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[3, 0, 1], logits=tf.constant(LOGITS))
     assert y.shape.as_list() == [3]
-    np.testing.assert_allclose(_run(y), -_np_log_softmax(LOGITS)[np.arange(3), [3, 0, 1]])
+    np.testing.assert_allclose(run_in_session(y), -_np_log_softmax(LOGITS)[np.arange(3), [3, 0, 1]])
 
 
 def test_sparse_softmax_cross_entropy_gradient_is_softmax_minus_one_hot():
     logits = tf.constant(LOGITS)
     y = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant([3, 0, 1], tf.int64), logits=logits)
     (g,) = tf.gradients(y, logits)
-    np.testing.assert_allclose(_run(g), np.exp(_np_log_softmax(LOGITS)) - np.eye(4)[[3, 0, 1]])
+    np.testing.assert_allclose(run_in_session(g), np.exp(_np_log_softmax(LOGITS)) - np.eye(4)[[3, 0, 1]])
 
 
 def test_sparse_softmax_cross_entropy_rejects_label_out_of_range():
@@ -165,7 +161,7 @@ def test_sparse_softmax_cross_entropy_rejects_label_out_of_range():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"label value of 4 which is outside the valid range of \[0, 4\)"
     ):
-        _run(y, {labels: [0, 4, 1]})
+        run_in_session(y, {labels: [0, 4, 1]})
 
 
 def test_sparse_softmax_cross_entropy_rejects_label_rank():
@@ -189,7 +185,7 @@ def test_sigmoid_cross_entropy_matches_formula_and_is_stable():
     z = np.array([0.0, 1.0, 0.5, 0.0, 1.0])
     y = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant(z), logits=tf.constant(x))
     expected = np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))
-    np.testing.assert_allclose(_run(y), expected)
+    np.testing.assert_allclose(run_in_session(y), expected)
 
 
 def test_sigmoid_cross_entropy_rejects_mismatched_shapes():
@@ -203,13 +199,13 @@ def test_sigmoid_cross_entropy_rejects_mismatched_shapes():
 def test_dropout_scales_kept_values_and_zeroes_the_rest():
     x = tf.ones([100, 100], tf.float64)
     y = tf.nn.dropout(x, keep_prob=0.25, seed=1)
-    out = _run(y)
+    out = run_in_session(y)
     assert set(np.unique(out)) <= {0.0, 4.0}
     assert 0.2 < (out > 0).mean() < 0.3
 
 
 def test_dropout_rate_form_and_noise_shape():
-    out = _run(tf.nn.dropout(tf.ones([50, 4]), rate=0.5, noise_shape=[50, 1], seed=2))
+    out = run_in_session(tf.nn.dropout(tf.ones([50, 4]), rate=0.5, noise_shape=[50, 1], seed=2))
     assert np.all(out == out[:, :1])  # one decision per row
 
 

@@ -19,30 +19,11 @@ import nbformat
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from procs import REPO, alive, wait_gone
+from browser import execute_notebook
+from procs import REPO, alive, kernel_env, wait_gone
 
 NOTEBOOKS = sorted((Path(REPO) / "notebooks").glob("*.ipynb"))
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-
-
-@pytest.fixture
-def kernel_env(monkeypatch):
-    """Kernels started by the test import this checkout of nbdist."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
-
-
-def execute(nb, cwd):
-    from nbclient import NotebookClient
-
-    NotebookClient(
-        nb,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(cwd)}},
-        store_widget_state=True,
-    ).execute()
-    return nb
 
 
 def outputs_text(nb):
@@ -98,10 +79,10 @@ def test_notebook_starts_with_load_ext_and_names_its_kernel(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_without_errors(path, kernel_env):
+def test_notebook_runs_without_errors(path):
     nb = nbformat.read(path, as_version=4)
     started = time.monotonic()
-    execute(nb, path.parent)
+    execute_notebook(nb, path.parent)
     assert errors_of(nb) == []
     assert time.monotonic() - started < 60
 
@@ -166,8 +147,8 @@ def scenario_notebook():
 
 
 @pytest.mark.slow
-def test_scenario_cluster_graph_and_async_training(tmp_path, kernel_env):
-    nb = execute(scenario_notebook(), tmp_path)
+def test_scenario_cluster_graph_and_async_training(tmp_path):
+    nb = execute_notebook(scenario_notebook(), tmp_path)
     assert errors_of(nb) == []
     text = outputs_text(nb)
     assert "total across both tasks: 12.0" in text
@@ -198,7 +179,7 @@ class Kernel:
     def __init__(self):
         from jupyter_client.manager import start_new_kernel
 
-        self.km, self.kc = start_new_kernel(kernel_name="python3")
+        self.km, self.kc = start_new_kernel(kernel_name="python3", env=kernel_env())
 
     def run(self, code, timeout_s=60):
         out = []
@@ -219,7 +200,7 @@ class Kernel:
 
 
 @pytest.fixture
-def kernel(kernel_env):
+def kernel():
     k = Kernel()
     yield k
     k.close()

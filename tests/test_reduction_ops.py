@@ -4,20 +4,12 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from local_run import run_in_session
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 _RNG = np.random.default_rng(5)
 X = _RNG.standard_normal((2, 3, 4))
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
-def _run(fetch, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetch, feed)
 
 
 @pytest.mark.parametrize(
@@ -32,14 +24,14 @@ def test_reductions_match_numpy(tf_fn, np_fn, axis, keepdims):
     np_axis = tuple(axis) if isinstance(axis, list) else axis
     expected = np_fn(X, axis=np_axis, keepdims=keepdims)
     assert y.shape.as_list() == list(np.shape(expected))
-    np.testing.assert_allclose(_run(y), expected, rtol=1e-12)
+    np.testing.assert_allclose(run_in_session(y), expected, rtol=1e-12)
 
 
 def test_reduction_of_unknown_rank_over_all_axes():
     x = tf.placeholder(tf.float64, None)
     y = tf.reduce_sum(x)
     assert y.shape.ndims is None
-    assert _run(y, {x: X}) == pytest.approx(X.sum())
+    assert run_in_session(y, {x: X}) == pytest.approx(X.sum())
 
 
 def test_reduction_with_runtime_axis_keeps_rank_when_keepdims():
@@ -47,7 +39,7 @@ def test_reduction_with_runtime_axis_keeps_rank_when_keepdims():
     axis = tf.placeholder(tf.int32, [])
     y = tf.reduce_max(x, axis, keepdims=True)
     assert y.shape.as_list() == [None, None]
-    np.testing.assert_allclose(_run(y, {x: X[0], axis: 1}), X[0].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(run_in_session(y, {x: X[0], axis: 1}), X[0].max(axis=1, keepdims=True))
 
 
 def test_tf1_aliases_keep_dims_and_reduction_indices():
@@ -70,23 +62,23 @@ def test_reduction_axis_out_of_range_at_run_time():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"invalid reduction axis 2 for an input of rank 1"
     ):
-        _run(tf.reduce_sum(x, 2), {x: np.zeros(3)})
+        run_in_session(tf.reduce_sum(x, 2), {x: np.zeros(3)})
 
 
 def test_max_gradient_is_shared_equally_by_ties():
     x = tf.constant([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
     (g,) = tf.gradients(tf.reduce_max(x, axis=1), x)
-    np.testing.assert_allclose(_run(g), [[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    np.testing.assert_allclose(run_in_session(g), [[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
 
 
 def test_integer_mean_truncates_like_tf():
-    assert _run(tf.reduce_mean(tf.constant([1, 2]))) == 1
+    assert run_in_session(tf.reduce_mean(tf.constant([1, 2]))) == 1
 
 
 def test_reduce_all_and_any():
     b = tf.constant([[True, False], [True, True]])
-    np.testing.assert_array_equal(_run(tf.reduce_all(b, axis=1)), [False, True])
-    assert _run(tf.reduce_any(b)) == np.True_
+    np.testing.assert_array_equal(run_in_session(tf.reduce_all(b, axis=1)), [False, True])
+    assert run_in_session(tf.reduce_any(b)) == np.True_
 
 
 def test_reduce_all_rejects_numbers():
@@ -96,7 +88,7 @@ def test_reduce_all_rejects_numbers():
 
 def test_reduce_logsumexp_is_stable():
     x = np.array([[1000.0, 1000.0], [-1000.0, -np.inf]])
-    out = _run(tf.reduce_logsumexp(tf.constant(x), axis=1))
+    out = run_in_session(tf.reduce_logsumexp(tf.constant(x), axis=1))
     np.testing.assert_allclose(out, [1000.0 + np.log(2.0), -1000.0])
 
 
@@ -104,29 +96,29 @@ def test_reduce_logsumexp_is_stable():
 def test_argmax_defaults_to_axis_zero_and_int64():
     y = tf.argmax(tf.constant(X))
     assert y.dtype == tf.int64 and y.shape.as_list() == [3, 4]
-    np.testing.assert_array_equal(_run(y), X.argmax(0))
+    np.testing.assert_array_equal(run_in_session(y), X.argmax(0))
 
 
 def test_argmin_with_axis_and_output_type():
     y = tf.argmin(tf.constant(X), axis=-1, output_type=tf.int32)
     assert y.dtype == tf.int32 and y.shape.as_list() == [2, 3]
-    np.testing.assert_array_equal(_run(y), X.argmin(-1))
+    np.testing.assert_array_equal(run_in_session(y), X.argmin(-1))
 
 
 def test_argmax_tf1_dimension_alias():
-    np.testing.assert_array_equal(_run(tf.argmax(tf.constant(X), dimension=1)), X.argmax(1))
+    np.testing.assert_array_equal(run_in_session(tf.argmax(tf.constant(X), dimension=1)), X.argmax(1))
 
 
 # -- gather, unsorted_segment_sum, one_hot -----------------------------------------------------------------
 def test_gather_rows():
     y = tf.gather(tf.constant(X), [[1, 0], [1, 1]])
     assert y.shape.as_list() == [2, 2, 3, 4]
-    np.testing.assert_array_equal(_run(y), X[[[1, 0], [1, 1]]])
+    np.testing.assert_array_equal(run_in_session(y), X[[[1, 0], [1, 1]]])
 
 
 def test_gather_out_of_range_index_names_it():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = 5 is not in \[0, 2\)"):
-        _run(tf.gather(tf.constant(X), [0, 5]))
+        run_in_session(tf.gather(tf.constant(X), [0, 5]))
 
 
 def test_gather_rejects_other_axes():
@@ -138,14 +130,14 @@ def test_unsorted_segment_sum_drops_negative_ids():
     data = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     y = tf.unsorted_segment_sum(data, [2, -1, 2], 4)
     assert y.shape.as_list() == [4, 2]
-    np.testing.assert_array_equal(_run(y), [[0, 0], [0, 0], [6, 8], [0, 0]])
+    np.testing.assert_array_equal(run_in_session(y), [[0, 0], [0, 0], [6, 8], [0, 0]])
 
 
 def test_unsorted_segment_sum_rejects_ids_beyond_num_segments():
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"segment_ids\[0\] = 3 is out of range \[0, 3\)"
     ):
-        _run(tf.unsorted_segment_sum(tf.zeros([2]), [3, 0], 3))
+        run_in_session(tf.unsorted_segment_sum(tf.zeros([2]), [3, 0], 3))
 
 
 def test_unsorted_segment_sum_rejects_ids_not_a_prefix_of_data():
@@ -156,10 +148,10 @@ def test_unsorted_segment_sum_rejects_ids_not_a_prefix_of_data():
 def test_one_hot_default_float32_last_axis():
     y = tf.one_hot([0, 2, 5, -1], 3)
     assert y.dtype == tf.float32 and y.shape.as_list() == [4, 3]
-    np.testing.assert_array_equal(_run(y), [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(run_in_session(y), [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]])
 
 
 def test_one_hot_on_off_values_and_axis():
     y = tf.one_hot([1, 0], 2, on_value=5, off_value=-1, axis=0, dtype=tf.int32)
     assert y.shape.as_list() == [2, 2]
-    np.testing.assert_array_equal(_run(y), [[-1, 5], [5, -1]])
+    np.testing.assert_array_equal(run_in_session(y), [[-1, 5], [5, -1]])

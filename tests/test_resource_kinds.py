@@ -18,10 +18,7 @@ from nbdist.ops import registry
 sys.path.insert(0, os.path.dirname(__file__))
 import toy_resource
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 
 def test_a_ref_input_gets_the_resource_of_its_declared_kind_locally():

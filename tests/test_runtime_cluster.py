@@ -15,7 +15,7 @@ from nbdist.runtime import transport, wire
 from nbdist.runtime.server import Server
 from procs import REPO, ServerProcs, cluster_dict, free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_graph")]
 
 
 @pytest.fixture
@@ -30,11 +30,6 @@ def ps_worker():
     procs = ServerProcs(cluster_dict(ps=2, worker=1))
     yield procs
     procs.stop()
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
 
 
 def _pinned_program():

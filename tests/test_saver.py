@@ -14,12 +14,7 @@ import nbdist as tf
 from nbdist.ops import checkpoint_format
 from procs import REPO
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 
 def _model():

@@ -1,6 +1,7 @@
 """`tf.train.Server` in-process: lifecycle, ports, targets, and a server that survives garbage."""
 
 import socket
+import time
 
 import msgpack
 import pytest
@@ -36,7 +37,7 @@ def _recv(sock, timeout_ms=5000):
 
 def test_create_local_server_target_and_server_def(server):
     assert server.target.startswith("zmq://localhost:")
-    assert server.server_def["job_name"] == "local" and server.server_def["task_index"] == 0
+    assert server.server_def.job_name == "localhost" and server.server_def.task_index == 0
 
 
 @pytest.mark.parametrize("form", ["zmq://{a}", "grpc://{a}", "{a}"])
@@ -163,18 +164,87 @@ def test_the_server_only_composes_the_services_rpc_tables():
     from nbdist.runtime.worker import LocalWorker, RemoteWorker
 
     s = Server({"local": [f"localhost:{free_port()}"]}, start=False)
-    assert set(s.master.rpc_table()) == {"CreateSession", "ExtendSession", "RunStep", "CloseSession"}
+    assert set(s.master.rpc_table()) == {"CreateSession", "ExtendSession", "RunStep", "CloseSession", "Reset"}
     assert set(s.worker.rpc_table()) == {
         "RegisterGraph",
         "DeregisterGraph",
         "RunGraph",
         "AbortStep",
         "SendTensor",
-        "Reset",
+        "CleanupAll",
     }
     assert s.request_types() == sorted([*s.master.rpc_table(), *s.worker.rpc_table(), "Ping", "Status"])
     with pytest.raises(ValueError, match=r"\['Ping', 'Status'\] already handled"):
         s.add_service(s)  # one service per request type
-    stub_api = {"register_graph", "deregister_graph", "run_graph", "abort_step"}
+    stub_api = {"register_graph", "deregister_graph", "run_graph", "abort_step", "cleanup_all"}
     for stub in (LocalWorker, RemoteWorker):
         assert stub_api <= {n for n in vars(stub) if not n.startswith("_")}
+
+
+def test_an_address_without_a_port_is_invalid_argument_and_value_error():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="'localhost' has no port") as e:
+        Server({"local": ["localhost"]}, job_name="local", task_index=0)
+    assert isinstance(e.value, ValueError)
+
+
+def test_server_def_round_trips_into_a_server():
+    s = Server.create_local_server(start=False)
+    again = Server(s.server_def, start=False)
+    assert again.server_def == s.server_def
+    assert tf.train.ClusterSpec(s.server_def.cluster) == s.cluster_spec
+
+
+def test_stop_cancels_a_step_blocked_on_a_queue(server):
+    import threading
+
+    tf.reset_default_graph()
+    q = tf.FIFOQueue(1, [tf.float32])
+    dequeue = q.dequeue()
+    sess = tf.Session(server.target)
+    sess.run(q.enqueue(1.0))
+    sess.run(dequeue)
+    raised = []
+
+    def blocked():
+        try:
+            sess.run(dequeue)
+        except tf.errors.OpError as e:
+            raised.append(e)
+
+    t = threading.Thread(target=blocked, daemon=True)
+    t.start()
+    wait_until = time.monotonic() + 10
+    while not server.worker._running:
+        assert time.monotonic() < wait_until, "the dequeue never started"
+        time.sleep(0.02)
+    server.stop()
+    t.join(10)
+    assert not t.is_alive()
+    assert raised and isinstance(raised[0], (tf.errors.CancelledError, tf.errors.UnavailableError))
+
+
+@pytest.mark.slow
+def test_a_process_whose_server_holds_a_blocked_step_exits_when_main_ends():
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(
+        """
+        import threading, time
+        import nbdist as tf
+        server = tf.train.Server.create_local_server()
+        q = tf.FIFOQueue(1, [tf.float32])
+        d = q.dequeue()
+        sess = tf.Session(server.target)
+        threading.Thread(target=lambda: sess.run(d), daemon=True).start()
+        while not server.worker._running:
+            time.sleep(0.01)
+        print("main ends", flush=True)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "main ends" in out.stdout

@@ -7,12 +7,7 @@ import pytest
 
 import nbdist as tf
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_graph")
 
 
 def _manager(**kwargs):

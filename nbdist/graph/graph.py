@@ -607,6 +607,19 @@ def _default_session_stack():
     return stack
 
 
+@contextlib.contextmanager
+def default_session(session):
+    """Makes `session` this thread's default session (what `Tensor.eval()` and
+    `Operation.run()` use) for the ``with`` block; `Session.as_default()` returns this."""
+    stack = _default_session_stack()
+    stack.append(session)
+    try:
+        yield session
+    finally:
+        if stack and stack[-1] is session:
+            stack.pop()
+
+
 def get_default_session():
     stack = _default_session_stack()
     return stack[-1] if stack else None

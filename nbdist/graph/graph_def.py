@@ -131,8 +131,8 @@ def node_def_of(op):
         op.type,
         inputs,
         op.device,
-        op._attrs,
-        [(t.dtype, t.shape) for t in op._outputs],
+        op.attrs,
+        [(t.dtype, t.shape) for t in op.outputs],
     )
 
 
@@ -166,24 +166,111 @@ def nodes_from_graph_def(graph_def):
     return nodes
 
 
-def import_graph_def(graph_def, graph=None):
-    """Recreates the ops of `graph_def` in `graph` (a new `Graph` by default).
+def graph_from_graph_def(graph_def, graph=None):
+    """Recreates the ops of `graph_def` exactly (names unchanged) in `graph` (a new `Graph` by default).
 
-    Nodes must come after their inputs (as `graph_to_graph_def` writes them).
-    Returns the graph.
+    Nodes must come after their inputs (as `graph_to_graph_def` writes them). Returns the
+    graph. `tf.import_graph_def` is TF's form: into the default graph, under a prefix.
     """
     graph = graph or Graph()
     for node in nodes_from_graph_def(graph_def):
-        try:
-            inputs = [graph.get_tensor_by_name(i) for i in node.data_inputs]
-            controls = [graph.get_operation_by_name(c) for c in node.control_inputs]
-        except KeyError as e:  # TF raises ValueError for a GraphDef that names a missing input
-            raise ValueError(
-                f"node {node.name!r} of the GraphDef names an input that is not defined before it: "
-                f"{e.args[0]}"
-            ) from None
+        inputs, controls = _resolve_inputs(graph, node, lambda name: name)
         graph.add_imported_op(node.op, node.name, inputs, node.output, node.attr, controls, node.device)
     return graph
+
+
+def _resolve_inputs(graph, node, rename, input_map=None):
+    """The input tensors and control-input ops of `node` in `graph` (names through `rename`)."""
+    input_map = input_map or {}
+    try:
+        inputs = [
+            input_map[i] if i in input_map else graph.get_tensor_by_name(rename(i)) for i in node.data_inputs
+        ]
+        controls = [
+            input_map[f"^{c}"] if f"^{c}" in input_map else graph.get_operation_by_name(rename(c))
+            for c in node.control_inputs
+        ]
+    except KeyError as e:  # TF raises ValueError for a GraphDef that names a missing input
+        raise ValueError(
+            f"node {node.name!r} of the GraphDef names an input that is not defined before it: {e.args[0]}"
+        ) from None
+    return inputs, controls
+
+
+def _op_name(name):
+    """The op of a tensor name, control input or op name: ``"x:1"``, ``"^x"``, ``"x"`` -> ``"x"``."""
+    name = name.lstrip("^")
+    return name.rpartition(":")[0] if ":" in name else name
+
+
+def _tensor_key(name):
+    """``"x"`` -> ``"x:0"``; ``"x:1"`` and ``"^x"`` unchanged (TF's input_map keys)."""
+    return name if name.startswith("^") or ":" in name else f"{name}:0"
+
+
+def import_graph_def(
+    graph_def, input_map=None, return_elements=None, name=None, op_dict=None, producer_op_list=None
+):
+    """`tf.import_graph_def`: adds the ops of `graph_def` to the default graph, under a prefix.
+
+    Args:
+        graph_def: a GraphDef (nbdist's plain-data form, e.g. ``graph.as_graph_def()``).
+        input_map: ``{name in graph_def: Tensor}``: inputs to replace by existing tensors
+            (``"x:0"``, or ``"x"`` for ``"x:0"``; ``"^x"`` maps a control input to an op).
+        return_elements: names in `graph_def` to return: ``"op"`` gives the imported
+            `Operation`, ``"op:0"`` its `Tensor`.
+        name: the prefix (a name scope, made unique: ``import``, ``import_1``, ...; ``""``
+            imports the names unchanged). Defaults to ``"import"``.
+        op_dict, producer_op_list: accepted, unused (TF's too).
+
+    Returns:
+        The list of `return_elements` (None when it is None).
+
+    Raises:
+        ValueError: an `input_map` key or a return element that `graph_def` does not have,
+            or a node whose input is missing.
+    """
+    from nbdist.graph.graph import get_default_graph  # noqa: PLC0415 - the default graph at call time
+
+    graph = get_default_graph()
+    input_map = {_tensor_key(k): v for k, v in (input_map or {}).items()}
+    nodes = nodes_from_graph_def(graph_def)
+    names = {n.name for n in nodes}
+    unused = sorted(k for k in input_map if _op_name(k) not in names)
+    if unused:
+        raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(unused)}]")
+    with graph.name_scope("import" if name is None else name) as prefix:
+        rename = lambda n: prefix + n  # noqa: E731
+        for node in nodes:
+            inputs, controls = _resolve_inputs(graph, node, rename, input_map)
+            attrs = dict(node.attr)
+            if "_class" in attrs:  # colocation groups name ops of the GraphDef: prefix them too
+                attrs["_class"] = [
+                    f"loc:@{prefix}{c[5:]}" if c.startswith("loc:@") else c for c in attrs["_class"]
+                ]
+            graph.add_imported_op(
+                node.op, rename(node.name), inputs, node.output, attrs, controls, node.device
+            )
+    if return_elements is None:
+        return None
+    out = []
+    for element in return_elements:
+        if _op_name(element) not in names:
+            raise ValueError(f"Requested return_element {element!r} not found in graph_def.")
+        out.append(
+            graph.get_tensor_by_name(prefix + element)
+            if ":" in element
+            else graph.get_operation_by_name(prefix + element)
+        )
+    return out
+
+
+def _as_graph_def(graph, from_version=None, add_shapes=False):
+    """`Graph.as_graph_def()`: the whole graph as a GraphDef (plain data)."""
+    return graph_to_graph_def(graph, from_version or 0)
+
+
+Graph.as_graph_def = _as_graph_def
 
 
 def graph_defs_equal(a, b):

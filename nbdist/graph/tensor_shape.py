@@ -63,6 +63,13 @@ class TensorShape:
             return self
         return TensorShape(a if a is not None else b for a, b in zip(self._dims, other._dims))
 
+    def concatenate(self, other):
+        """This shape's dims followed by `other`'s (unknown rank if either is)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape([*self._dims, *other._dims])
+
     def __len__(self):
         if self._dims is None:
             raise ValueError("cannot take the length of a shape of unknown rank")

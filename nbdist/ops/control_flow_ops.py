@@ -2,6 +2,7 @@
 
 from nbdist.graph.graph import Operation, Tensor, get_default_graph, graph_element
 from nbdist.ops import math_ops, registry
+from nbdist.ops.indexed_slices import IndexedSlices
 
 registry.shape("NoOp")(lambda inputs, attrs: [])
 registry.kernel("NoOp")(lambda ctx, node: None)
@@ -36,6 +37,20 @@ def with_dependencies(dependencies, output_tensor, name=None):
 
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's public name tf.tuple
-    """Tensors equal to `tensors`, each available only once all of them are computed."""
-    gate = group(*[t for t in tensors if t is not None], *(control_inputs or ()))
-    return [None if t is None else with_dependencies([gate], t) for t in tensors]
+    """Tensors equal to `tensors`, each available only once all of them are computed
+    (an `IndexedSlices` is gated through its values and indices)."""
+    parts = []
+    for t in tensors:
+        if isinstance(t, IndexedSlices):
+            parts += [t.values, t.indices]
+        elif t is not None:
+            parts.append(t)
+    gate = group(*parts, *(control_inputs or ()))
+
+    def gated(t):
+        if isinstance(t, IndexedSlices):
+            gated_values = with_dependencies([gate], t.values)
+            return IndexedSlices(gated_values, with_dependencies([gate], t.indices), t.dense_shape)
+        return None if t is None else with_dependencies([gate], t)
+
+    return [gated(t) for t in tensors]

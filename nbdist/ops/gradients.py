@@ -5,14 +5,23 @@ op type's registered gradient function (which builds ops), and sums the gradient
 reach a tensor along several paths with `add_n`. Because gradients are ordinary ops,
 they are placed, partitioned and drawn like the forward ops; with
 ``colocate_gradients_with_ops=True`` each one is placed with its forward op.
+
+A gradient may be an `IndexedSlices` (`tf.gather`'s, with respect to its params): it flows
+on through the gradient functions registered with ``indexed_slices=True`` (``Identity``, the
+stitch of a sharded lookup) and is densified before any other one. Several contributions to
+one tensor are concatenated into one `IndexedSlices` when all are sparse (an embedding read
+twice), else summed densely with `add_n` (the rule of the TF whose ``compat.v1`` the parity
+tests run).
 """
 
 import collections
 import contextlib
 
+from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor, graph_element
-from nbdist.ops import math_ops, registry
+from nbdist.ops import array_ops, math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.indexed_slices import IndexedSlices
 
 
 def _as_tensor_list(values, what):
@@ -24,6 +33,8 @@ def _as_tensor_list(values, what):
     for v in out:
         if what == "ys" and hasattr(v, "_as_graph_element") and hasattr(v, "value"):
             v = v.value()  # a variable as ys means its value
+        if what == "ys" and isinstance(v, IndexedSlices):
+            v = convert_to_tensor(v)  # a sparse y (a gradient, for second order) is differentiated dense
         v = graph_element(v)
         if not isinstance(v, Tensor):
             raise TypeError(f"tf.gradients: {what} must be tensors or variables, got {v!r}")
@@ -76,7 +87,8 @@ def gradients(
         stop_gradients: tensors treated as constants.
 
     Returns:
-        A list with one Tensor (or None when `x` does not affect `ys`) per x.
+        A list with one Tensor, `IndexedSlices` (where TF gives one: a gathered `x`) or None
+        (when `x` does not affect `ys`) per x.
 
     Raises:
         LookupError: if an op on the path has no registered gradient.
@@ -94,7 +106,9 @@ def gradients(
 
     with graph.name_scope(name):
         between = _ops_between(ys, xs)
-        pending = collections.defaultdict(list)  # tensor -> list of gradient contributions
+        # tensor -> its gradient contributions as (consumer op id, gradient): summed in the
+        # consumers' creation order, as TF does (it shows in a concatenated IndexedSlices).
+        pending = collections.defaultdict(list)
         for y, gy in zip(ys, grad_ys):
             with graph.colocate_with(y.op) if colocate_gradients_with_ops else contextlib.nullcontext():
                 g = (
@@ -102,14 +116,15 @@ def gradients(
                     if gy is None
                     else convert_to_tensor(gy, dtype=y.dtype)
                 )
-            pending[y].append(g)
+            pending[y].append((-1, g))
 
         x_ids = {id(x) for x in xs}
-        for op in sorted(between, key=lambda o: o._id, reverse=True):
+        created = {op: i for i, op in enumerate(graph.get_operations())}
+        for op in sorted(between, key=created.__getitem__, reverse=True):
             out_grads = [_aggregate(pending.get(t), graph) for t in op.outputs]
             for t, g in zip(op.outputs, out_grads):
                 if g is not None:
-                    pending[t] = [g]
+                    pending[t] = [(-1, g)]
             if all(g is None for g in out_grads) or any(id(t) in stop for t in op.outputs):
                 continue
             if id(op.outputs[0]) in x_ids and len(op.outputs) == 1 and not op.inputs:
@@ -122,6 +137,8 @@ def gradients(
             ]
             scope = graph.colocate_with(op) if colocate_gradients_with_ops else contextlib.nullcontext()
             with scope, graph.name_scope(f"{op.name}_grad"):
+                if not registry.lookup(op.type).grad_takes_indexed_slices:
+                    out_grads = [convert_to_tensor(g) for g in out_grads]
                 in_grads = grad_fn(op, *out_grads)
             if len(in_grads) != len(op.inputs):
                 raise ValueError(
@@ -129,13 +146,33 @@ def gradients(
                 )
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and t.op in between and id(t) not in stop:
-                    pending[t].append(g)
+                    pending[t].append((created[op], g))
         return [_aggregate(pending.get(x), graph) for x in xs]
 
 
 def _aggregate(grads, graph):
+    """The sum of a tensor's gradient contributions: dense if all are, else one `IndexedSlices`."""
     if not grads:
         return None
+    grads = [g for _, g in sorted(grads, key=lambda pair: pair[0])]
     if len(grads) == 1:
         return grads[0]
-    return math_ops.add_n(grads)
+    if not all(isinstance(g, IndexedSlices) for g in grads):
+        # Some are dense: the sum is dense (TF 2.x's compat.v1 rule; TF 1.15 made all sparse).
+        return math_ops.add_n([convert_to_tensor(g) for g in grads])
+    slices = _as_indexed_slices_list(grads)
+    return IndexedSlices(
+        array_ops.concat([s.values for s in slices], 0),
+        array_ops.concat([s.indices for s in slices], 0),
+        slices[0].dense_shape,
+    )
+
+
+def _as_indexed_slices_list(grads):
+    """The `IndexedSlices` with one index dtype (int64 if they differ, TF's rule)."""
+    slices = list(grads)
+    if len({s.indices.dtype for s in slices}) > 1:
+        slices = [
+            IndexedSlices(s.values, math_ops.cast(s.indices, _dtypes.int64), s.dense_shape) for s in slices
+        ]
+    return slices

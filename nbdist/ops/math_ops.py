@@ -82,7 +82,18 @@ def _broadcast_to_like_grad(op, grad):
     return [sum_to_shape(grad, op.inputs[0]), None]
 
 
-for _t in ("Add", "Sub", "Mul", "RealDiv", "FloorDiv", "Pow", "Maximum", "Minimum", "SquaredDifference"):
+for _t in (
+    "Add",
+    "Sub",
+    "Mul",
+    "RealDiv",
+    "FloorDiv",
+    "FloorMod",
+    "Pow",
+    "Maximum",
+    "Minimum",
+    "SquaredDifference",
+):
     registry.shape(_t)(_binary_shape)
 registry.no_gradient("FloorDiv")  # as in TF: a floor has no useful gradient
 for _t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
@@ -93,6 +104,7 @@ registry.kernel("Add")(lambda ctx, node, x, y: np.add(x, y))
 registry.kernel("Sub")(lambda ctx, node, x, y: np.subtract(x, y))
 registry.kernel("Mul")(lambda ctx, node, x, y: np.multiply(x, y))
 registry.kernel("FloorDiv")(lambda ctx, node, x, y: np.floor_divide(x, y))
+registry.kernel("FloorMod")(lambda ctx, node, x, y: np.mod(x, y))  # the sign of y, as TF's floormod
 registry.kernel("Maximum")(lambda ctx, node, x, y: np.maximum(x, y))
 registry.kernel("Minimum")(lambda ctx, node, x, y: np.minimum(x, y))
 registry.kernel("SquaredDifference")(lambda ctx, node, x, y: np.square(x - y))
@@ -215,6 +227,20 @@ def floordiv(x, y, name=None):
     return _binary("FloorDiv", x, y, name)
 
 
+def floormod(x, y, name=None):
+    """``x - floordiv(x, y) * y`` elementwise (the result has the sign of `y`; TF's floormod, ``%``)."""
+    return _binary("FloorMod", x, y, name)
+
+
+mod = floormod
+
+
+@registry.gradient("FloorMod")
+def _floormod_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad, x), sum_to_shape(grad * negative(floordiv(x, y)), y)]
+
+
 def pow(x, y, name=None):  # noqa: A001 - TF's public name tf.pow
     return _binary("Pow", x, y, name)
 
@@ -299,7 +325,7 @@ def _unary(op_type, x, name):
 
 
 registry.gradient("Neg")(lambda op, grad: [-grad])
-registry.gradient("Identity")(lambda op, grad: [grad])
+registry.gradient("Identity", indexed_slices=True)(lambda op, grad: [grad])
 registry.gradient("Square")(lambda op, grad: [grad * 2.0 * op.inputs[0]])
 registry.gradient("Sqrt")(lambda op, grad: [grad * 0.5 / op.outputs[0]])
 registry.gradient("Exp")(lambda op, grad: [grad * op.outputs[0]])
@@ -603,6 +629,7 @@ def _install_operators():
         ("mul", multiply),
         ("truediv", truediv),
         ("floordiv", floordiv),
+        ("mod", floormod),
         ("pow", pow),
         ("matmul", matmul),
     ):

@@ -43,6 +43,7 @@ class PartitionedVariable:
     name = property(lambda self: self._name)
     dtype = property(lambda self: self._dtype)
     shape = property(lambda self: self._shape)
+    partitions = property(lambda self: list(self._partitions), doc="Shards per axis (nbdist's name).")
 
     def get_shape(self):
         return self._shape
@@ -56,8 +57,8 @@ class PartitionedVariable:
     def _get_variable_list(self):
         return list(self._variable_list)
 
-    def _get_partitions(self):
-        return list(self._partitions)
+    def _get_partitions(self):  # TF's name, for programs that call it
+        return self.partitions
 
     def _slice_axis(self):
         return next((i for i, p in enumerate(self._partitions) if p > 1), 0)

@@ -16,8 +16,9 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
-from nbdist.ops.array_ops import _int_tensor, get_static_value
+from nbdist.ops._shapes import int_tensor
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.shape_ops import get_static_value
 
 __all__ = ["get_seed", "random_normal", "random_uniform", "set_random_seed", "truncated_normal"]
 
@@ -129,7 +130,7 @@ def _random_op(op_type, shape, dtype, seed, extra=(), name=None):
     attrs = {"seed": seed1 or 0, "seed2": seed2 or 0}
     if dtype is not None:
         attrs["dtype"] = dtype
-    inputs = [_int_tensor(shape, "shape", name="shape"), *extra]
+    inputs = [int_tensor(shape, "shape", name="shape"), *extra]
     return registry.make_op(op_type, inputs, attrs, name=name).outputs[0]
 
 

@@ -3,11 +3,13 @@
 
 Reduction axes are an input tensor as in TF (``axis=None`` means all axes), and the
 gradients rebuild the kept-dims shape at run time (`ReducedShape`), so they work when
-static dimensions are unknown. `gather` and `unsorted_segment_sum` are each other's
-gradients (dense; nbdist has no IndexedSlices).
+static dimensions are unknown. The gradient of `gather` with respect to its params is an
+`IndexedSlices` (the rows it read and their gradients, as TF); `unsorted_segment_sum` is
+what densifies one (`tf.convert_to_tensor(indexed_slices)`, registered here).
 """
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -15,16 +17,13 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
-from nbdist.ops.array_ops import (
-    _int_tensor,
-    _invalid,
-    _norm_axis,
-    get_static_value,
-    reshape,
-    shape,
-    size,
-)
-from nbdist.ops.constant_op import constant, convert_to_tensor
+from nbdist.ops._shapes import int_tensor, invalid_argument, normalize_axis
+from nbdist.ops.concat_slice_ops import concat
+from nbdist.ops.concat_slice_ops import slice as _slice
+from nbdist.ops.constant_op import constant, convert_to_tensor, register_tensor_conversion_function
+from nbdist.ops.indexed_slices import IndexedSlices
+from nbdist.ops.reshape_ops import expand_dims, reshape
+from nbdist.ops.shape_ops import get_static_value, shape, size
 
 __all__ = [
     "argmax",
@@ -60,7 +59,7 @@ def _axes_tensor(x, axis):
         if x.shape.ndims is not None:
             return constant(np.arange(x.shape.ndims, dtype=np.int32), name="reduction_indices")
         return math_ops.range(0, registry.make_op("Rank", [x]).outputs[0], 1)
-    return _int_tensor(axis, "axis", name="reduction_indices")
+    return int_tensor(axis, "axis", name="reduction_indices")
 
 
 def _static_axes(axes, ndims, where):
@@ -102,7 +101,7 @@ def _reduce_kernel(fn):
         try:
             axes = _static_axes(axes, np.ndim(x), "reduction")
         except ValueError as e:
-            raise _invalid(node, f"{e} (input shape {list(np.shape(x))})") from None
+            raise invalid_argument(node, f"{e} (input shape {list(np.shape(x))})") from None
         out = fn(x, axis=tuple(axes), keepdims=node.attr["keep_dims"])
         return np.asarray(out).astype(x.dtype, copy=False)
 
@@ -242,7 +241,7 @@ def _arg_shape(inputs, attrs):
             )
         ]
     dims = x.shape.as_list()
-    del dims[_norm_axis(int(axis), len(dims), "tf.argmax")]
+    del dims[normalize_axis(int(axis), len(dims), "tf.argmax")]
     return [(attrs["output_type"], TensorShape(dims))]
 
 
@@ -260,7 +259,7 @@ registry.no_gradient("ArgMin")
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002 - TF's argument name
     axis = _alias(axis, dimension, "axis", "dimension")
     attrs = {"output_type": _dtypes.as_dtype(output_type)}
-    inputs = [convert_to_tensor(input), _int_tensor(0 if axis is None else axis, "axis", name="dimension")]
+    inputs = [convert_to_tensor(input), int_tensor(0 if axis is None else axis, "axis", name="dimension")]
     return registry.make_op(op_type, inputs, attrs, name=name).outputs[0]
 
 
@@ -306,7 +305,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         dtype = known[0].dtype if known else _dtypes.float32
     on = convert_to_tensor(1 if on_value is None else on_value, dtype=dtype)
     off = convert_to_tensor(0 if off_value is None else off_value, dtype=dtype)
-    inputs = [_int_tensor(indices, "indices"), _int_tensor(depth, "depth"), on, off]
+    inputs = [int_tensor(indices, "indices"), int_tensor(depth, "depth"), on, off]
     return registry.make_op("OneHot", inputs, {"axis": -1 if axis is None else int(axis)}, name=name).outputs[
         0
     ]
@@ -327,14 +326,26 @@ def _gather_kernel(ctx, node, params, indices, axis):
     bad = (indices < 0) | (indices >= len(params))
     if np.any(bad):
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise _invalid(node, f"indices{list(pos)} = {int(indices[pos])} is not in [0, {len(params)})")
+        raise invalid_argument(node, f"indices{list(pos)} = {int(indices[pos])} is not in [0, {len(params)})")
     return np.take(params, indices, axis=0)
 
 
 @registry.gradient("GatherV2")
 def _gather_grad(op, grad):
+    """The rows that were read and their gradients: an `IndexedSlices`, as TF's.
+
+    The params' shape is read where the params live (on the ps for a variable), so nothing
+    of the table's size crosses the wire; only ``len(indices)`` rows of values do.
+    """
     params, indices, _ = op.inputs
-    return [unsorted_segment_sum(grad, indices, gather(shape(params), 0)), None, None]
+    with op.graph.colocate_with(params.op):
+        params_shape = shape(params)
+    indices_size = expand_dims(size(indices), 0)
+    values_shape = concat([indices_size, _slice(params_shape, [1], [-1])], 0)
+    values = reshape(_to_dense(grad), values_shape)
+    num_indices = indices.shape.num_elements() if indices.shape.is_fully_defined() else None
+    values.set_shape(TensorShape([num_indices]).concatenate(params.shape[1:]))
+    return [IndexedSlices(values, reshape(indices, indices_size), params_shape), None, None]
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0):
@@ -345,8 +356,52 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
     """
     if isinstance(axis, Tensor) or int(axis) != 0:
         raise ValueError(f"tf.gather: nbdist supports axis=0 only, got {axis!r}; transpose params first")
-    inputs = [convert_to_tensor(params), _int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
+    inputs = [convert_to_tensor(params), int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
     return registry.make_op("GatherV2", inputs, name=name).outputs[0]
+
+
+# -- IndexedSlices -> dense --------------------------------------------------------------------------
+_LARGE_SPARSE_NUM_ELEMENTS = 100_000_000  # TF warns above this many elements
+
+
+def _to_dense(value, name=None):
+    """`value` as a dense tensor: an `IndexedSlices` is summed into its dense shape."""
+    if not isinstance(value, IndexedSlices):
+        return value
+    if value.dense_shape is None:
+        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: {value}")
+    known = get_static_value(value.dense_shape)
+    rows = int(known[0]) if known is not None else gather(value.dense_shape, 0)
+    return unsorted_segment_sum(value.values, value.indices, rows, name=name)
+
+
+def _indexed_slices_to_tensor(value, dtype=None, name=None):
+    """`tf.convert_to_tensor(indexed_slices)`: densifies, with TF's warnings about memory."""
+    if dtype is not None and _dtypes.as_dtype(dtype) != value.dtype:
+        raise ValueError(
+            f"Tensor conversion requested dtype {_dtypes.as_dtype(dtype).name} for IndexedSlices "
+            f"with dtype {value.dtype.name}"
+        )
+    if value.dense_shape is not None:
+        known = get_static_value(value.dense_shape)
+        if known is None:
+            warnings.warn(
+                "Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
+                "This may consume a large amount of memory.",
+                UserWarning,
+                stacklevel=3,
+            )
+        elif np.prod(known) >= _LARGE_SPARSE_NUM_ELEMENTS:
+            warnings.warn(
+                f"Converting sparse IndexedSlices to a dense Tensor with {int(np.prod(known))} elements. "
+                "This may consume a large amount of memory.",
+                UserWarning,
+                stacklevel=3,
+            )
+    return _to_dense(value, name=name)
+
+
+register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)
 
 
 # -- unsorted_segment_sum and its gradient, a gather that drops negative indices -----------------------
@@ -369,13 +424,13 @@ def _segment_sum_shape(inputs, attrs):
 def _segment_sum_kernel(ctx, node, data, ids, num):
     num = int(num)
     if np.shape(data)[: np.ndim(ids)] != np.shape(ids):
-        raise _invalid(
+        raise invalid_argument(
             node,
             f"segment_ids shape {list(np.shape(ids))} is not a prefix of data shape {list(np.shape(data))}",
         )
     if np.any(ids >= num):
         pos = tuple(int(i) for i in np.argwhere(ids >= num)[0])
-        raise _invalid(node, f"segment_ids{list(pos)} = {int(ids[pos])} is out of range [0, {num})")
+        raise invalid_argument(node, f"segment_ids{list(pos)} = {int(ids[pos])} is out of range [0, {num})")
     out = np.zeros((num, *np.shape(data)[np.ndim(ids) :]), dtype=np.asarray(data).dtype)
     keep = ids >= 0  # negative ids are dropped, as TF does
     np.add.at(out, ids[keep], np.asarray(data)[keep])
@@ -394,8 +449,8 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     """
     inputs = [
         convert_to_tensor(data),
-        _int_tensor(segment_ids, "segment_ids"),
-        _int_tensor(num_segments, "num_segments"),
+        int_tensor(segment_ids, "segment_ids"),
+        int_tensor(num_segments, "num_segments"),
     ]
     return registry.make_op("UnsortedSegmentSum", inputs, name=name).outputs[0]
 
@@ -406,7 +461,7 @@ registry.shape("GatherDropNegatives")(_gather_shape)
 @registry.kernel("GatherDropNegatives")
 def _gather_drop_negatives_kernel(ctx, node, params, indices):
     if np.any(indices >= len(params)):
-        raise _invalid(node, f"indices {indices.tolist()} must be < {len(params)}")
+        raise invalid_argument(node, f"indices {indices.tolist()} must be < {len(params)}")
     out = np.take(params, np.maximum(indices, 0), axis=0)
     mask = (indices >= 0).reshape(np.shape(indices) + (1,) * (np.ndim(params) - 1))
     return np.where(mask, out, np.zeros((), out.dtype))

@@ -19,7 +19,8 @@ Signatures:
 - kernel ``(ctx, node: NodeDef, *input_values) -> value`` (a tuple when the op has
   several outputs, ignored when it has none). ``ctx`` is the executor's step context
   (``ctx.resources``, ``ctx.rendezvous``, ``ctx.step_id``); kernels never import the runtime;
-- gradient ``(op: Operation, *output_grads) -> list`` of one Tensor or None per input.
+- gradient ``(op: Operation, *output_grads) -> list`` of one Tensor, `IndexedSlices` or None
+  per input (``gradient(type, indexed_slices=True)``: it also accepts sparse output grads).
 
 A missing entry is a clear error naming the op type.
 
@@ -48,6 +49,7 @@ class OpDef:
         "shape_fn",
         "kernel",
         "grad_fn",
+        "grad_takes_indexed_slices",
         "ref_inputs",
         "stateful",
         "no_gradient",
@@ -61,6 +63,7 @@ class OpDef:
         self.shape_fn = None
         self.kernel = None
         self.grad_fn = None
+        self.grad_takes_indexed_slices = False  # else gradients() densifies IndexedSlices for grad_fn
         self.ref_inputs = {}  # input position -> ResourceKind
         self.creates = None  # the ResourceKind this op creates, or None
         self.stateful = False
@@ -110,7 +113,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     return d
 
 
-def resource_kind(name, factory, attrs=(), watched=False):
+def resource_kind(name, factory, attrs=(), watched=False, per_session=False):
     """Declares a kind of resource; returns its `ResourceKind`.
 
     Args:
@@ -121,14 +124,20 @@ def resource_kind(name, factory, attrs=(), watched=False):
         watched: record every op on a resource of this kind in its task's activity log
             (`ResourceManager.activity`), so a traced step's timeline shows the resource as a
             lane; its resources then need a ``snapshot()`` method (a small dict of numbers).
+        per_session: one resource per session when the creator has no ``shared_name``.
 
     Raises:
         ValueError: the name is declared already.
     """
     if name in _KINDS:
         raise ValueError(f"resource kind {name!r} is already declared")
-    kind = _KINDS[name] = ResourceKind(name, factory, attrs, watched)
+    kind = _KINDS[name] = ResourceKind(name, factory, attrs, watched, per_session)
     return kind
+
+
+def resource_kinds():
+    """The names of the declared resource kinds, sorted (``["accumulator", "queue", ...]``)."""
+    return sorted(_KINDS)
 
 
 def resource_kind_of(name):
@@ -177,9 +186,18 @@ def kernel(op_type):
     return register
 
 
-def gradient(op_type):
+def gradient(op_type, indexed_slices=False):
+    """Registers `op_type`'s gradient function.
+
+    Args:
+        indexed_slices: the function accepts `IndexedSlices` output gradients (and may pass
+            them on, as ``Identity``'s does). Otherwise `gradients()` densifies them first.
+    """
+
     def register(fn):
-        op_def(op_type).grad_fn = fn
+        d = op_def(op_type)
+        d.grad_fn = fn
+        d.grad_takes_indexed_slices = bool(indexed_slices)
         return fn
 
     return register

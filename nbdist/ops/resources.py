@@ -80,11 +80,14 @@ class ResourceKind:
             one is an error naming the node and the missing attr.
         watched: the executor records every op on a resource of this kind in the task's
             activity log (`ResourceManager.record`); such resources have ``snapshot()``.
+        per_session: a creator without ``shared_name`` makes one resource per session
+            (TF's anonymous resources, e.g. dataset iterators); otherwise its node name is
+            the resource's name, shared by every session on the task (variables, queues).
     """
 
-    __slots__ = ("name", "factory", "attrs", "watched")
+    __slots__ = ("name", "factory", "attrs", "watched", "per_session")
 
-    def __init__(self, name, factory, attrs=(), watched=False):
+    def __init__(self, name, factory, attrs=(), watched=False, per_session=False):
         if not isinstance(name, str) or not name:
             raise ValueError(f"a resource kind needs a non-empty name, got {name!r}")
         if not callable(factory):
@@ -93,6 +96,7 @@ class ResourceKind:
         self.factory = factory
         self.attrs = tuple(attrs)
         self.watched = bool(watched)
+        self.per_session = bool(per_session)
 
     def __repr__(self):
         return f"<ResourceKind {self.name!r}>"
@@ -171,16 +175,20 @@ class ResourceManager:
         with self.changed:
             self.changed.notify_all()
 
-    def resource(self, kind, node, container=""):
+    def resource(self, kind, node, container="", session=""):
         """The resource of `kind` that creator node `node` names, made on first use.
 
         The key is ``(container, kind.name, shared_name or node name)``: two creator nodes
-        with one ``shared_name`` share the resource, as in TF.
+        with one ``shared_name`` share the resource, as in TF. For a `per_session` kind
+        without ``shared_name`` the key also names `session` (the step's session).
 
         Raises:
             InvalidArgumentError: the creator lacks an attr the kind needs (naming both).
         """
         name = node.attr.get("shared_name") or node.name
+        key_name = name
+        if kind.per_session and not node.attr.get("shared_name"):
+            key_name = f"{name}@session:{session}"
         container = node.attr.get("container") or container
         device = self.device or node.device
         missing = [a for a in kind.attrs if a not in node.attr]
@@ -191,7 +199,9 @@ class ResourceManager:
                 f"{node.op} node {node.name!r} creates a {kind.name} resource but has no attr "
                 f"{', '.join(map(repr, missing))}; the {kind.name} kind needs {list(kind.attrs)}",
             )
-        return self.get_or_create((container, kind.name, name), lambda: kind.factory(name, device, node.attr))
+        return self.get_or_create(
+            (container, kind.name, key_name), lambda: kind.factory(name, device, node.attr)
+        )
 
     def variable(self, node, container=""):
         """The `VariableResource` of a variable node, created empty on first use."""
@@ -212,6 +222,13 @@ class ResourceManager:
         """All variables held here, by name (for checkpoints and inspection)."""
         with self._lock:
             return {k[2]: r for k, r in self._resources.items() if k[1] == "variable"}
+
+    def clear_session(self, session):
+        """Drops the per-session resources of `session` (see `ResourceKind.per_session`)."""
+        suffix = f"@session:{session}"
+        with self._lock:
+            for k in [k for k in self._resources if k[2].endswith(suffix)]:
+                del self._resources[k]
 
     def clear(self, container=None):
         """Drops every resource (of one container when given), as `Session.reset` does."""

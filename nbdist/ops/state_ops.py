@@ -27,6 +27,23 @@ def _variable_kernel(ctx, node):
     return ctx.resources.variable(node).read()
 
 
+# _ReadVariableNow: the variable's value when this op runs (a ref input), not when the step
+# started. `VariableV2`'s own output is read as soon as a step begins; an op that must see the
+# effect of an update in the same step (an average applied after the training op) reads this way.
+registry.declare("_ReadVariableNow", ref_inputs=(0,), stateful=True)
+registry.shape("_ReadVariableNow")(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+registry.kernel("_ReadVariableNow")(lambda ctx, node, ref: ref.read())
+registry.no_gradient("_ReadVariableNow")
+
+
+def read_variable_now(variable, name="read_now"):
+    """The value of `variable` when the returned tensor is computed (after the control
+    dependencies in effect), colocated with the variable. nbdist's, for copy-on-write reads."""
+    ref = _ref_tensor(variable)
+    with ref.graph.colocate_with(ref.op):
+        return registry.make_op("_ReadVariableNow", [ref], name=name).outputs[0]
+
+
 registry.declare("IsVariableInitialized", ref_inputs=(0,), stateful=True)
 registry.shape("IsVariableInitialized")(lambda inputs, attrs: [(_dtypes.bool, TensorShape(()))])
 registry.kernel("IsVariableInitialized")(lambda ctx, node, ref: np.bool_(ref.initialized))
@@ -81,6 +98,94 @@ def _update_kernel(fn):
 
 registry.kernel("AssignAdd")(_update_kernel(np.add))
 registry.kernel("AssignSub")(_update_kernel(np.subtract))
+
+
+# -- Scatter family: writing some rows -------------------------------------------------------------
+def _scatter_shape(inputs, attrs):
+    ref, indices, updates = inputs
+    if ref.shape.ndims is not None and indices.shape.ndims is not None and updates.shape.ndims is not None:
+        expected = indices.shape.concatenate(ref.shape[1:])
+        if not updates.shape.is_compatible_with(expected):
+            raise ValueError(
+                f"scatter into {ref.op.name!r}: updates {updates.name} has shape {updates.shape}, "
+                f"expected indices.shape + ref.shape[1:] = {expected}"
+            )
+    return [(ref.dtype, ref.shape)]
+
+
+_SCATTER = {
+    "ScatterAdd": np.add.at,
+    "ScatterSub": np.subtract.at,
+    "ScatterUpdate": lambda rows, idx, upd: rows.__setitem__(idx, upd),
+}
+
+
+def _scatter_kernel(update):
+    def kernel(ctx, node, ref, indices, updates):
+        indices = np.asarray(indices)
+        with ref.lock:
+            current = ref.read()
+            bad = (indices < 0) | (indices >= len(current))
+            if np.any(bad):
+                pos = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise errors.InvalidArgumentError(
+                    node.name,
+                    None,
+                    f"{node.op} on {ref.name}: indices{list(pos)} = {int(indices[pos])} is not in "
+                    f"[0, {len(current)})",
+                )
+            updates = np.asarray(updates, dtype=current.dtype)
+            if updates.shape != indices.shape + current.shape[1:]:
+                raise errors.InvalidArgumentError(
+                    node.name,
+                    None,
+                    f"{node.op} on {ref.name}: updates of shape {list(updates.shape)} for indices of shape "
+                    f"{list(indices.shape)} and a variable of shape {list(current.shape)}",
+                )
+            new = current.copy()  # copy-on-write, as every writer (see VariableResource.value)
+            flat = indices.reshape(-1)
+            update(new, flat, updates.reshape((len(flat), *current.shape[1:])))
+            ref.value = new
+            return new
+
+    return kernel
+
+
+for _t, _update in _SCATTER.items():
+    registry.declare(_t, ref_inputs=(0,), stateful=True)
+    registry.shape(_t)(_scatter_shape)
+    registry.kernel(_t)(_scatter_kernel(_update))
+    registry.no_gradient(_t)
+
+
+def _scatter(op_type, ref, indices, updates, use_locking, name):
+    ref_t = _ref_tensor(ref)
+    with ref_t.graph.colocate_with(ref_t.op):
+        indices = convert_to_tensor(indices, preferred_dtype=_dtypes.int32)
+        if not indices.dtype.is_integer:
+            raise TypeError(f"tf.{op_type}: indices must be int32 or int64, got {indices.dtype.name}")
+        updates = convert_to_tensor(updates, dtype=ref_t.dtype)
+        attrs = {"use_locking": bool(use_locking)}
+        return registry.make_op(op_type, [ref_t, indices, updates], attrs, name=name).outputs[0]
+
+
+def scatter_add(ref, indices, updates, use_locking=False, name=None):
+    """`tf.scatter_add`: ``ref[indices[i]] += updates[i]`` (duplicate indices add up).
+
+    Runs where `ref` lives (colocated): only `indices` and `updates` travel to it.
+    Returns the variable's new value.
+    """
+    return _scatter("ScatterAdd", ref, indices, updates, use_locking, name)
+
+
+def scatter_sub(ref, indices, updates, use_locking=False, name=None):
+    """`tf.scatter_sub`: ``ref[indices[i]] -= updates[i]`` (duplicate indices add up)."""
+    return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
+
+
+def scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """`tf.scatter_update`: ``ref[indices[i]] = updates[i]`` (with a duplicate index, the last wins)."""
+    return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
 
 
 def _ref_op(op_type, ref, value, name, attrs=None):
@@ -237,6 +342,18 @@ class Variable:
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return assign_sub(self, delta, name=name)
 
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """Adds an `IndexedSlices` to the rows it names (``ScatterAdd``)."""
+        return scatter_add(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        """Subtracts an `IndexedSlices` from the rows it names (``ScatterSub``)."""
+        return scatter_sub(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        """Assigns an `IndexedSlices`' values to the rows it names (``ScatterUpdate``)."""
+        return scatter_update(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
     def is_initialized(self):
         return is_variable_initialized(self)
 
@@ -317,6 +434,11 @@ def local_variables(scope=None):
 
 def trainable_variables(scope=None):
     return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None):
+    """The variables an `ExponentialMovingAverage` averages (TF's ``MOVING_AVERAGE_VARIABLES``)."""
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
 def variables_initializer(var_list, name="init"):

@@ -1,4 +1,5 @@
-"""The optimizers' update ops: `ApplyGradientDescent`, `ApplyMomentum`, `ApplyAdam`.
+"""The optimizers' update ops: `ApplyGradientDescent`, `ApplyMomentum`, `ApplyAdam`, and the
+sparse `SparseApplyMomentum` (only the rows an `IndexedSlices` gradient names).
 
 Each op takes the variable (and its slots, e.g. the momentum accumulator) as *ref
 inputs*, so its kernel receives the `VariableResource`s themselves, and the
@@ -20,13 +21,15 @@ import contextlib
 import numpy as np
 
 from nbdist import errors
+from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor
 from nbdist.ops import registry
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.state_ops import Variable
 
 # op type -> its inputs in TF's order, each (name, kind): kind "ref" (a variable or slot of
-# the variable's shape), "scalar" (a hyper-parameter) or "like" (a tensor of the variable's shape).
+# the variable's shape), "scalar" (a hyper-parameter), "like" (a tensor of the variable's shape),
+# "rows" (some rows of the variable: ``[n, *var.shape[1:]]``) or "indices" (those rows' numbers).
 _SIGNATURES = {
     "ApplyGradientDescent": (("var", "ref"), ("alpha", "scalar"), ("delta", "like")),
     "ApplyMomentum": (
@@ -34,6 +37,14 @@ _SIGNATURES = {
         ("accum", "ref"),
         ("lr", "scalar"),
         ("grad", "like"),
+        ("momentum", "scalar"),
+    ),
+    "SparseApplyMomentum": (
+        ("var", "ref"),
+        ("accum", "ref"),
+        ("lr", "scalar"),
+        ("grad", "rows"),
+        ("indices", "indices"),
         ("momentum", "scalar"),
     ),
     "ApplyAdam": (
@@ -57,6 +68,10 @@ def _apply_shape(op_type):
     def shape_fn(inputs, attrs):
         var = inputs[0]
         for (arg, kind), t in zip(signature, inputs):
+            if kind == "indices":
+                if not t.dtype.is_integer or t.shape.ndims not in (None, 1):
+                    raise TypeError(f"{op_type}: indices {t.name} must be a 1-D int32 or int64 tensor")
+                continue
             if t.dtype != var.dtype:
                 raise TypeError(
                     f"{op_type}: input {arg!r} ({t.name}) has dtype {t.dtype.name}, but the variable "
@@ -64,7 +79,17 @@ def _apply_shape(op_type):
                 )
             if kind == "scalar" and t.shape.ndims not in (None, 0):
                 raise ValueError(f"{op_type}: {arg!r} must be a scalar, got {t.name} of shape {t.shape}")
-            if kind != "scalar" and not t.shape.is_compatible_with(var.shape):
+            rows_shape = t.shape[1:] if t.shape.ndims else t.shape
+            if (
+                kind == "rows"
+                and var.shape.ndims is not None
+                and not rows_shape.is_compatible_with(var.shape[1:])
+            ):
+                raise ValueError(
+                    f"{op_type}: {arg!r} ({t.name}) has shape {t.shape}, but rows of the variable "
+                    f"{var.op.name!r} have shape {var.shape[1:]}"
+                )
+            if kind in ("ref", "like") and not t.shape.is_compatible_with(var.shape):
                 raise ValueError(
                     f"{op_type}: {arg!r} ({t.name}) has shape {t.shape}, but the variable "
                     f"{var.op.name!r} has shape {var.shape}"
@@ -133,6 +158,45 @@ def _apply_momentum_kernel(ctx, node, var, accum, lr, grad, momentum):
         accum.value = a
         var.value = new_w = np.asarray(new_w, dtype=w.dtype)
     return new_w
+
+
+def _check_rows(node, var, w, grad, indices):
+    """The gradient rows and their indices, checked against the variable (TF's messages)."""
+    grad, indices = np.asarray(grad), np.asarray(indices)
+    if indices.ndim != 1 or grad.shape != (len(indices), *w.shape[1:]):
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"{node.op}: grad of shape {list(grad.shape)} and indices of shape {list(indices.shape)} "
+            f"do not name rows of the variable {var.name} of shape {list(w.shape)}",
+        )
+    bad = (indices < 0) | (indices >= len(w))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise errors.InvalidArgumentError(
+            node.name, None, f"{node.op}: indices[{i}] = {int(indices[i])} is not in [0, {len(w)})"
+        )
+    return grad, indices
+
+
+@registry.kernel("SparseApplyMomentum")
+def _sparse_apply_momentum_kernel(ctx, node, var, accum, lr, grad, indices, momentum):
+    """TF's kernel, row by row in order: a repeated index is updated twice (optimizers sum first)."""
+    with _locked(node, var, accum):
+        w = var.read()
+        a = _read_like(node, var, w, accum, "accum")
+        grad, indices = _check_rows(node, var, w, grad, indices)
+        w, a = w.copy(), a.copy()
+        nesterov = node.attr.get("use_nesterov")
+        for row, g in zip(indices, grad):
+            a[row] = a[row] * momentum + g
+            if nesterov:
+                w[row] -= g * lr + a[row] * momentum * lr
+            else:
+                w[row] -= a[row] * lr
+        accum.value = a
+        var.value = w
+    return w
 
 
 @registry.kernel("ApplyAdam")
@@ -208,6 +272,29 @@ def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nester
     """
     attrs = {"use_locking": bool(use_locking), "use_nesterov": bool(use_nesterov)}
     return _apply("ApplyMomentum", [var, accum], [lr, grad, momentum], attrs, name)
+
+
+def sparse_apply_momentum(
+    var, accum, lr, grad, indices, momentum, use_locking=False, use_nesterov=False, name=None
+):
+    """`apply_momentum` on the rows `indices` only (TF's `SparseApplyMomentum`)::
+
+        accum[indices[i]] = accum[indices[i]] * momentum + grad[i]
+        var[indices[i]] -= lr * accum[indices[i]]
+
+    Args:
+        var, accum: the variable and its momentum slot.
+        lr, momentum: scalar hyper-parameters of the variable's dtype.
+        grad: the rows' gradients, ``[len(indices), *var.shape[1:]]``.
+        indices: 1-D int32 or int64, the rows' numbers.
+
+    Returns:
+        The variable's new value (a Tensor).
+    """
+    attrs = {"use_locking": bool(use_locking), "use_nesterov": bool(use_nesterov)}
+    if not isinstance(indices, Tensor):
+        indices = convert_to_tensor(indices, dtype=_dtypes.int32)
+    return _apply("SparseApplyMomentum", [var, accum], [lr, grad, indices, momentum], attrs, name)
 
 
 def apply_adam(

@@ -567,10 +567,10 @@ def _get_partitioned(
                 f"Trying to reuse partitioned variable {name}, but specified shape {shape} and found shape "
                 f"{existing.get_shape()}."
             )
-        if existing._get_partitions() != partitions:
+        if existing.partitions != partitions:
             raise ValueError(
                 f"Trying to reuse partitioned variable {name}, but specified partitions {partitions} and "
-                f"found partitions {existing._get_partitions()}."
+                f"found partitions {existing.partitions}."
             )
         return existing
     axis = next((i for i, p in enumerate(partitions) if p > 1), 0)

@@ -36,11 +36,14 @@ class StepContext:
         step_id: this step's id (part of every rendezvous key).
         deadline: `time.monotonic()` value after which waits give up (None: no bound).
         trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
+        session: the id of the step's session (keys per-session resources: iterators).
     """
 
-    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device", "cancelled")
+    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device", "cancelled", "session")
 
-    def __init__(self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device=""):
+    def __init__(
+        self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device="", session=""
+    ):
         self.resources = resources
         self.rendezvous = rendezvous
         self.step_id = step_id
@@ -48,6 +51,7 @@ class StepContext:
         self.trace = trace
         self.device = device
         self.cancelled = None  # the error that ended this step from outside (session closed)
+        self.session = session
 
     def cancel(self, error):
         """Ends the step's waits with `error` (e.g. `CancelledError` when its session closes)."""
@@ -279,7 +283,10 @@ class ExecutionPlan:
         return still
 
     def _args(self, step, ctx, vals):
-        return [vals[i] if i >= 0 else ctx.resources.resource(*self._refs[-i - 1]) for i in step.inputs]
+        return [
+            vals[i] if i >= 0 else ctx.resources.resource(*self._refs[-i - 1], session=ctx.session)
+            for i in step.inputs
+        ]
 
     def _waits_for(self, step, ctx, vals):
         """None when `step` can run now, else a description of what it waits for."""

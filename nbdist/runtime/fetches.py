@@ -1,8 +1,8 @@
 """Flattening `Session.run` fetches and feeds, and rebuilding the same structure.
 
-Fetches may be a tensor, op, variable or name, or any nesting of lists, tuples,
-namedtuples and dicts of them; results come back in the same structure. Ops
-(targets) come back as ``None``.
+Fetches may be a tensor, op, variable, `IndexedSlices` or name, or any nesting of lists,
+tuples, namedtuples and dicts of them; results come back in the same structure. Ops
+(targets) come back as ``None``, an `IndexedSlices` as an `IndexedSlicesValue`.
 """
 
 import collections
@@ -12,6 +12,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Operation, Tensor, graph_element
+from nbdist.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 
 
 class FetchMapper:
@@ -35,6 +36,9 @@ class FetchMapper:
             return (type(f), [self._flatten(v) for v in f])
         if f is None:
             raise TypeError("Session.run: fetch argument None is not a tensor or op")
+        if isinstance(f, IndexedSlices):  # comes back as an IndexedSlicesValue, as in TF
+            parts = [f.values, f.indices] + ([] if f.dense_shape is None else [f.dense_shape])
+            return ("indexed_slices", [self._flatten(t) for t in parts])
         try:
             element = self.graph.as_graph_element(f)
         except (TypeError, KeyError, ValueError) as e:
@@ -58,6 +62,9 @@ class FetchMapper:
             return None
         if kind == "tensor":
             return _as_result(values[s[1]])
+        if kind == "indexed_slices":
+            parts = [self._build(c, values) for c in s[1]]
+            return IndexedSlicesValue(*parts, *([None] * (3 - len(parts))))
         if kind == "defaultdict":
             return collections.defaultdict(s[1], ((k, self._build(c, values)) for k, c in s[2]))
         if kind == "namedtuple":

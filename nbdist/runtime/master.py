@@ -1,8 +1,10 @@
 """The master service: one per server; turns a client's `RunStep` into `RunGraph`s.
 
 Its RPC table (`MasterService.rpc_table`): ``CreateSession``, ``ExtendSession``,
-``RunStep`` and ``CloseSession``. It reaches every worker, its own process's included,
-through one stub interface (`nbdist.runtime.worker.LocalWorker` / `RemoteWorker`).
+``RunStep``, ``CloseSession`` and ``Reset`` (`tf.Session.reset`: close every session of
+this master, drop resource containers on every task of the cluster). It reaches every
+worker, its own process's included, through one stub interface
+(`nbdist.runtime.worker.LocalWorker` / `RemoteWorker`).
 
 Per session it keeps the client's graph (`CreateSession`, then `ExtendSession` with
 only the new nodes). Per distinct (graph version, feeds, fetches, targets) it prunes,
@@ -15,6 +17,7 @@ bounds it. When a partition fails, the others are aborted and the error is retur
 Tensors between partitions go worker to worker (one message per cross-task tensor).
 """
 
+import contextlib
 import itertools
 import os
 import threading
@@ -34,6 +37,8 @@ DEFAULT_STEP_TIMEOUT_S = 600.0
 # Partitions get a grace second to report their own, more precise timeout (which _Recv
 # keys they still wait for) before the master gives up on them.
 _TIMEOUT_GRACE_S = 1.0
+# Bound on releasing a closed session's resources on one task.
+_CLEANUP_TIMEOUT_S = 5.0
 
 
 class _MasterSession:
@@ -44,6 +49,7 @@ class _MasterSession:
         self.by_name = {}
         self.steps = {}  # signature -> _StepPlan
         self.running = set()  # _Steps in flight (I/O thread only); closing cancels them
+        self.tasks = set()  # every task a partition of this session was registered on
         self.lock = threading.Lock()
 
     def extend(self, graph_def, expected_version):
@@ -130,6 +136,7 @@ class MasterService:
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "big") << 16)
         self._stubs = {}  # task device -> LocalWorker / RemoteWorker
         self.steps_run = 0
+        self._reset_sessions = 0  # how many times Session.reset closed this master's sessions
 
     def address_of(self, task_device):
         return self.cluster.task_address(*Task.parse(task_device))
@@ -151,6 +158,7 @@ class MasterService:
             "CreateSession": Rpc(self._rpc_create_session),
             "ExtendSession": Rpc(self._rpc_extend_session),
             "CloseSession": Rpc(self._rpc_close_session),
+            "Reset": Rpc(self._rpc_reset),
             # RunStep only starts a step (planning goes to the pool): it never blocks.
             "RunStep": Rpc(self.run_step, inline=True),
         }
@@ -169,6 +177,10 @@ class MasterService:
         self.close_session(msg["handle"])
         return "CloseSessionResponse", {}
 
+    def _rpc_reset(self, msg, responder):
+        self.reset(msg.get("containers"), msg.get("timeout_s"))
+        return "ResetResponse", {}
+
     # -- sessions -------------------------------------------------------------------------------
     def create_session(self, graph_def, config):
         handle = f"{self.task_device}/session:{next(self._handles)}"
@@ -182,18 +194,39 @@ class MasterService:
         drops, so a long session's workers hold only what its current graph uses (pool)."""
         self._deregister(self._session(handle).extend(graph_def, version))
 
-    def close_session(self, handle):
+    def close_session(self, handle, reason="the session was closed"):
         """Forgets the session and deregisters its partitions on every worker (pool thread)."""
         session = self._sessions.pop(handle, None)
         if session is None:
             return
         # A step still in flight (a dequeue that nobody feeds, run by another thread of the
         # client) ends with CancelledError on every task, as closing a TF session does.
-        self.loop.post(lambda: _cancel_running(session))
+        self.loop.post(lambda: _cancel_running(session, reason))
         with session.lock:
             plans = list(session.steps.values())
             session.steps.clear()
         self._deregister(plans)
+        # The session's own resources (anonymous iterators) go with it, on every task it used.
+        for task in sorted(session.tasks):
+            with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
+                self.worker(task).cleanup_all(None, _CLEANUP_TIMEOUT_S, session=handle)
+
+    def reset(self, containers=None, timeout_s=None):
+        """`tf.Session.reset`: closes every session of this master, then drops `containers`
+        (every container when empty) on every task of the cluster, this one included.
+
+        A closed session's next `RunStep` is `AbortedError`, as in TF. Runs on a pool thread.
+
+        Raises:
+            UnavailableError / DeadlineExceededError: a task that cannot be reached (named).
+        """
+        for handle in list(self._sessions):
+            self.close_session(
+                handle, reason=f"the session was closed by tf.Session.reset on {self.task_device}"
+            )
+        self._reset_sessions += 1
+        for job, index, _ in self.cluster.iter_tasks():
+            self.worker(Task(job, index).device).cleanup_all(containers, timeout_s)
 
     def _deregister(self, plans):
         for plan in plans:
@@ -204,10 +237,11 @@ class MasterService:
         try:
             return self._sessions[handle]
         except KeyError:
+            why = "it was closed by tf.Session.reset" if self._reset_sessions else "the master restarted?"
             raise errors.AbortedError(
                 None,
                 None,
-                f"session {handle!r} is not known to the master at {self.task_device} (it restarted?); "
+                f"session {handle!r} is not known to the master at {self.task_device} ({why}); "
                 "create a new tf.Session",
             ) from None
 
@@ -266,6 +300,7 @@ class MasterService:
                 handles[task] = self.worker(task).register_graph(part)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
+            session.tasks.update(parts)
             return plan
 
     def abort_step(self, step, message):
@@ -317,6 +352,7 @@ class _Step:
                 "timeout_s": self.timeout_s,
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
+                "session": self.session.handle,
             }
             if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)
@@ -415,11 +451,9 @@ def _restarted_task_error(session, error):
     )
 
 
-def _cancel_running(session):
+def _cancel_running(session, reason):
     for step in list(session.running):
-        step.fail(
-            errors.CancelledError(None, None, f"step {step.step_id}: the session was closed while it ran")
-        )
+        step.fail(errors.CancelledError(None, None, f"step {step.step_id}: {reason} while it ran"))
 
 
 class _Delivered:

@@ -29,6 +29,9 @@ _SCHEMES = ("zmq://", "grpc://", "tcp://")
 # The workers send fetched tensors before they answer the master, so they are here by the
 # time the master's reply is; this only bounds a pathological wait.
 _DELIVERY_TIMEOUT_S = 30.0
+# Session.reset reaches every task of the cluster; without a configured operation timeout
+# each call is bounded by this.
+_RESET_TIMEOUT_S = 30.0
 
 
 def parse_target(target):
@@ -222,6 +225,30 @@ def _fill_metadata(run_metadata, meta):
 
 
 def reset(target, containers=None, config=None):
-    """`Session.reset`: clears resources on the task at `target`."""
-    channel = transport.channel_to(parse_target(target), "", wire.default_key())
-    channel.call("Reset", {"containers": list(containers or [])}, timeout_s=10)
+    """`Session.reset`: the master at `target` closes its sessions and clears `containers`
+    (every container when empty) on every task of its cluster.
+
+    Raises:
+        NotFoundError: `target` is not a session target (TF: no session factory for it).
+        DeadlineExceededError: no reply within ``config.operation_timeout_in_ms``.
+        UnavailableError: the master (or a task of its cluster) cannot be reached.
+    """
+    try:
+        address = parse_target(target)
+    except ValueError as e:
+        raise errors.NotFoundError(
+            None, None, f"No session factory registered for the given session options: {e}"
+        ) from None
+    timeout_ms = config.operation_timeout_in_ms if config is not None else 0
+    timeout_s = timeout_ms / 1000 if timeout_ms else _RESET_TIMEOUT_S
+    channel = transport.channel_to(address, f"master at {address}", wire.default_key())
+    body = {"containers": list(containers or []), "timeout_s": timeout_s}
+    try:
+        channel.call("Reset", body, timeout_s=timeout_s, connect_timeout_s=timeout_s)
+    except errors.UnavailableError as e:
+        transport.drop_channel(address, wire.default_key())
+        if timeout_ms:  # TF reports the session's operation timeout as a deadline
+            raise errors.DeadlineExceededError(
+                None, None, f"tf.Session.reset({target!r}): {e.message}"
+            ) from None
+        raise

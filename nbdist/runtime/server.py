@@ -15,10 +15,13 @@ import os
 import signal
 import socket
 import threading
+import weakref
 
+from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.runtime import wire
 from nbdist.runtime.cluster import ClusterSpec
+from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
 from nbdist.runtime.serving import Rpc, ServingLoop
 from nbdist.runtime.worker import WorkerService
@@ -35,16 +38,77 @@ def _rss_bytes():
     return 0
 
 
+class ServerDef:
+    """TF's `tf.train.ServerDef`: what one server is, as plain fields.
+
+    Args:
+        cluster: the cluster (a ClusterDef dict as `ClusterSpec.as_cluster_def` gives, a
+            cluster dict or a `ClusterSpec`).
+        job_name, task_index: this server's task (``""`` / 0 when unset, as in the proto).
+        protocol: ``"grpc"`` or ``"zmq"``.
+        default_session_config: a `tf.ConfigProto` for the sessions of this server's master.
+    """
+
+    def __init__(self, cluster=None, job_name="", task_index=0, protocol="", default_session_config=None):
+        self.cluster = cluster
+        self.job_name = job_name
+        self.task_index = task_index
+        self.protocol = protocol
+        self.default_session_config = default_session_config or ConfigProto()
+
+    def __eq__(self, other):
+        return isinstance(other, ServerDef) and (
+            ClusterSpec(self.cluster or {}),
+            self.job_name,
+            self.task_index,
+            self.protocol,
+        ) == (ClusterSpec(other.cluster or {}), other.job_name, other.task_index, other.protocol)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (
+            f"ServerDef(cluster={self.cluster!r}, job_name={self.job_name!r}, "
+            f"task_index={self.task_index}, protocol={self.protocol!r})"
+        )
+
+
+class ServerDefError(errors.InvalidArgumentError, ValueError):
+    """A server's cluster or task is invalid (e.g. its address has no port): TF's
+    `InvalidArgumentError`, also a `ValueError`."""
+
+    def __init__(self, message):
+        super().__init__(None, None, message)
+
+
 def _normalize_server_def(server_or_cluster_def, job_name, task_index, protocol):
-    """(ClusterSpec, job_name, task_index, protocol) from any accepted form."""
-    if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
-        d = server_or_cluster_def
+    """(ClusterSpec, job_name, task_index, protocol) from any accepted form.
+
+    Raises:
+        ServerDefError: an invalid cluster (a malformed address), job or task.
+    """
+    try:
+        return _server_fields(server_or_cluster_def, job_name, task_index, protocol)
+    except ValueError as e:
+        raise ServerDefError(f"cannot create a server: {e}") from None
+
+
+def _server_fields(server_or_cluster_def, job_name, task_index, protocol):
+    d = server_or_cluster_def
+    if isinstance(d, ServerDef):
+        d = {
+            "cluster": d.cluster,
+            "job_name": d.job_name or None,
+            "task_index": d.task_index,
+            "protocol": d.protocol,
+        }
+    if isinstance(d, dict) and "cluster" in d:
         cluster = ClusterSpec(d["cluster"])
         job_name = job_name if job_name is not None else d.get("job_name")
         task_index = task_index if task_index is not None else d.get("task_index")
-        protocol = protocol or d.get("protocol")
+        protocol = protocol or d.get("protocol") or None
     else:
-        cluster = ClusterSpec(server_or_cluster_def)
+        cluster = ClusterSpec(d)
     if job_name is None:
         if len(cluster.jobs) != 1:
             raise ValueError(
@@ -128,9 +192,9 @@ class Server:
 
     @staticmethod
     def create_local_server(config=None, start=True):
-        """A single-task cluster ``{"local": ["localhost:<free port>"]}`` in this process."""
+        """A one-task cluster ``{"localhost": ["localhost:<free port>"]}`` in this process (TF's job)."""
         port = _free_port()
-        return Server({"local": [f"localhost:{port}"]}, "local", 0, config=config, start=start)
+        return Server({"localhost": [f"localhost:{port}"]}, "localhost", 0, config=config, start=start)
 
     # -- TF's API ------------------------------------------------------------------------------
     @property
@@ -145,12 +209,14 @@ class Server:
 
     @property
     def server_def(self):
-        return {
-            "cluster": self._cluster.as_dict(),
-            "job_name": self._job_name,
-            "task_index": self._task_index,
-            "protocol": self._protocol,
-        }
+        """This server's `ServerDef` (``cluster`` as a ClusterDef dict)."""
+        return ServerDef(
+            self._cluster.as_cluster_def(),
+            self._job_name,
+            self._task_index,
+            self._protocol,
+            self._config,
+        )
 
     @property
     def cluster_spec(self):
@@ -165,6 +231,7 @@ class Server:
         )
         self.master.loop = self.worker.loop = self._loop
         self._stopped.clear()
+        _LIVE_SERVERS.add(self)
 
     def add_service(self, service):
         """Serves `service`'s requests (its ``rpc_table()``) on this server.
@@ -213,10 +280,15 @@ class Server:
         return self._stopped.is_set()
 
     def stop(self):
-        """Stops serving and frees the port before returning (idempotent)."""
+        """Stops serving and frees the port before returning (idempotent).
+
+        Steps still running here (a dequeue nobody feeds) end with `CancelledError`.
+        """
         if self._loop is not None:
+            self.worker.cancel_running(f"the server of {self.task_device} stopped")
             self._loop.stop()
             self._loop = None
+        _LIVE_SERVERS.discard(self)
         self._stopped.set()
 
     def __enter__(self):
@@ -251,6 +323,23 @@ class Server:
             "requests_served": self._loop.requests_served if self._loop else 0,
             "malformed_requests": self._loop.malformed if self._loop else 0,
         }
+
+
+# Servers started in this process. When the main thread ends, they stop before Python
+# joins its worker threads (the thread pools' exit hook), so a script whose server still
+# runs - even with a step blocked on a queue - exits at once, as TF's does.
+_LIVE_SERVERS = weakref.WeakSet()
+
+
+def _stop_live_servers():
+    for server in list(_LIVE_SERVERS):
+        with contextlib.suppress(Exception):  # exiting: a server that fails to stop must not block
+            server.stop()
+
+
+# Registered after concurrent.futures' own hook (imported above by serving), so it runs
+# first: `threading` calls these hooks in reverse order, before joining non-daemon threads.
+threading._register_atexit(_stop_live_servers)
 
 
 @contextlib.contextmanager

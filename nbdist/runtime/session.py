@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph.graph import _default_session_stack, get_default_graph
+from nbdist.graph.graph import default_session, get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
@@ -162,7 +162,7 @@ class BaseSession:
             self._backend.close()
 
     def as_default(self):
-        return _DefaultSession(self)
+        return default_session(self)
 
     def __enter__(self):
         ctx = self.as_default()
@@ -189,20 +189,6 @@ class BaseSession:
         return f"<nbdist.Session target={where!r}{' closed' if self._closed else ''}>"
 
 
-class _DefaultSession:
-    def __init__(self, session):
-        self._session = session
-
-    def __enter__(self):
-        _default_session_stack().append(self._session)
-        return self._session
-
-    def __exit__(self, *exc):
-        stack = _default_session_stack()
-        if stack and stack[-1] is self._session:
-            stack.pop()
-
-
 class Session(BaseSession):
     """`tf.Session(target="", graph=None, config=None)`.
 
@@ -212,7 +198,9 @@ class Session(BaseSession):
 
     @staticmethod
     def reset(target, containers=None, config=None):
-        """Clears the resources (variables) held by every task reachable from `target`."""
+        """Closes every session of the master at `target` (their next `run` raises
+        `AbortedError`) and clears the resource `containers` (all when None) on every task
+        of its cluster, as TF's. `config.operation_timeout_in_ms` bounds the wait."""
         from nbdist.runtime.remote import reset  # noqa: PLC0415
 
         reset(target, containers, config)

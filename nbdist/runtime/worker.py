@@ -5,7 +5,7 @@ a second client sees what the first one trained) and its `Rendezvous`. Its RPC t
 (`WorkerService.rpc_table`): ``RegisterGraph`` (a partition -> a handle with a
 precompiled `ExecutionPlan`), ``DeregisterGraph``, ``RunGraph`` (feeds -> fetches for
 one step id), ``AbortStep``, ``SendTensor`` (a peer pushes a tensor for one of our
-`_Recv`s) and ``Reset``.
+`_Recv`s) and ``CleanupAll`` (drops resource containers: `Session.reset`).
 
 A master reaches workers through one stub interface, whether the worker is its own
 process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
@@ -15,6 +15,7 @@ the I/O thread's `PeerChannels`)::
     stub.deregister_graph(handle)                      # best effort
     cancel = stub.run_graph(body, on_done, on_error)   # the I/O thread; never blocks
     stub.abort_step(step_id, message)                  # the I/O thread; one-way
+    stub.cleanup_all(containers, timeout_s, session)   # a pool thread; may block
 
 `run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process"})`` or
 ``on_error(exc)`` later, on the I/O thread.
@@ -58,6 +59,7 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
+        self._running = set()  # StepContexts in flight (`cancel_running` ends their waits)
         # A straggler, on purpose: every partition this task runs waits this long first
         # (`python -m nbdist.server --delay-ms`), to see staleness and backup workers at work.
         self.delay_s = 0.0
@@ -100,7 +102,7 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False):
+    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, session=""):
         """Runs a registered partition for `step_id`; returns ``(fetch values, trace dict)``.
 
         Raises:
@@ -126,14 +128,19 @@ class WorkerService:
             deadline,
             ops,
             self.task_device + "/device:CPU:0",
+            session,
         )
         if self.delay_s:
             time.sleep(
                 self.delay_s if deadline is None else max(0.0, min(self.delay_s, deadline - time.monotonic()))
             )
+        with self._lock:
+            self._running.add(ctx)
         try:
             values = plan.run(ctx, feed_values)
         finally:
+            with self._lock:
+                self._running.discard(ctx)
             transfers = self.rendezvous.cleanup(step_id)
         self.steps_run += 1
         stats = None
@@ -150,6 +157,13 @@ class WorkerService:
 
     def abort_step(self, step_id, message):
         self.rendezvous.abort(step_id, errors.CancelledError(None, None, message))
+
+    def cancel_running(self, message):
+        """Ends every step in flight here (a blocked dequeue too) with `CancelledError`."""
+        with self._lock:
+            running = list(self._running)
+        for ctx in running:
+            ctx.cancel(errors.CancelledError(None, None, message))
 
     # -- status --------------------------------------------------------------------------------------
     def status(self):
@@ -170,8 +184,15 @@ class WorkerService:
             },
         }
 
-    def reset(self, containers=None):
-        if not containers:
+    def cleanup_all(self, containers=None, session=None):
+        """Drops the resources of `containers` (all of them when empty): TF's CleanupAll.
+
+        With `session`, drops only that session's own resources (its anonymous iterators),
+        which its master asks for when the session closes.
+        """
+        if session is not None:
+            self.resources.clear_session(session)
+        elif not containers:
             self.resources.clear()
         else:
             for c in containers:
@@ -186,7 +207,7 @@ class WorkerService:
             "RunGraph": Rpc(self._rpc_run_graph, inline=lambda msg: self.runs_quickly(msg.get("handle"))),
             "AbortStep": Rpc(self._rpc_abort_step, inline=True),
             "SendTensor": Rpc(self._rpc_send_tensor, inline=True),
-            "Reset": Rpc(self._rpc_reset),
+            "CleanupAll": Rpc(self._rpc_cleanup_all),
         }
 
     def _rpc_register_graph(self, msg, responder):
@@ -199,7 +220,12 @@ class WorkerService:
 
     def _rpc_run_graph(self, msg, responder):
         values, stats = self.run_graph(
-            msg["handle"], msg["step_id"], msg.get("feeds", []), msg.get("timeout_s"), msg.get("trace", False)
+            msg["handle"],
+            msg["step_id"],
+            msg.get("feeds", []),
+            msg.get("timeout_s"),
+            msg.get("trace", False),
+            msg.get("session", ""),
         )
         client = msg.get("deliver_to")
         nbytes = sum(getattr(v, "nbytes", 0) for v in values)
@@ -231,9 +257,9 @@ class WorkerService:
         self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
         return None, None  # one-way: one message per cross-task tensor
 
-    def _rpc_reset(self, msg, responder):
-        self.reset(msg.get("containers"))
-        return "ResetResponse", {}
+    def _rpc_cleanup_all(self, msg, responder):
+        self.cleanup_all(msg.get("containers"), msg.get("session"))
+        return "CleanupAllResponse", {}
 
 
 def _part_args(part):
@@ -259,7 +285,14 @@ class LocalWorker:
         self.service.deregister_graph(handle)
 
     def run_graph(self, body, on_done, on_error):
-        args = (body["handle"], body["step_id"], body["feeds"], body["timeout_s"], body["trace"])
+        args = (
+            body["handle"],
+            body["step_id"],
+            body["feeds"],
+            body["timeout_s"],
+            body["trace"],
+            body["session"],
+        )
         service, loop = self.service, self._loop
         if service.runs_quickly(args[0]):
             try:
@@ -284,6 +317,9 @@ class LocalWorker:
 
     def abort_step(self, step_id, message):
         self.service.abort_step(step_id, message)
+
+    def cleanup_all(self, containers, timeout_s=None, session=None):
+        self.service.cleanup_all(containers, session)
 
 
 class RemoteWorker:
@@ -319,3 +355,8 @@ class RemoteWorker:
 
     def abort_step(self, step_id, message):
         self._loop.peers.send(self.address, self.task, "AbortStep", {"step_id": step_id, "message": message})
+
+    def cleanup_all(self, containers, timeout_s=None, session=None):
+        channel = transport.channel_to(self.address, self.task, self._key)
+        body = {"containers": list(containers or []), "session": session}
+        channel.call("CleanupAll", body, timeout_s=timeout_s)

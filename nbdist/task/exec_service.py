@@ -135,7 +135,7 @@ class ExecService:
         self.server = server
         self.tf = tf
         spec = server.server_def
-        self.job_name, self.task_index = spec["job_name"], spec["task_index"]
+        self.job_name, self.task_index = spec.job_name, spec.task_index
         self.task = Task(self.job_name, self.task_index)
         self.label = self.task.label
         self._lock = threading.Lock()

@@ -37,6 +37,7 @@ from nbdist.train.monitored_session import (
     SingularMonitoredSession,
     WorkerSessionCreator,
 )
+from nbdist.train.moving_averages import ExponentialMovingAverage
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.report_hook import ReportHook
@@ -61,6 +62,7 @@ __all__ = [
     "ChiefSessionCreator",
     "ClusterSpec",
     "Coordinator",
+    "ExponentialMovingAverage",
     "FinalOpsHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
@@ -78,6 +80,7 @@ __all__ = [
     "Scaffold",
     "SecondOrStepTimer",
     "Server",
+    "ServerDef",
     "SessionCreator",
     "SessionManager",
     "SessionRunArgs",
@@ -114,6 +117,7 @@ _NBDIST_ADDITIONS = ("ReportHook",)
 
 _RUNTIME = {
     "Server": ("nbdist.runtime.server", "Server"),
+    "ServerDef": ("nbdist.runtime.server", "ServerDef"),
     "ClusterSpec": ("nbdist.runtime.cluster", "ClusterSpec"),
 }
 

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from nbdist.ops import control_flow_ops, math_ops, training_ops
+from nbdist.ops import control_flow_ops, math_ops, state_ops, training_ops
 from nbdist.train.optimizer import Optimizer
 
 
@@ -65,6 +65,30 @@ class AdamOptimizer(Optimizer):
             grad,
             use_locking=self._use_locking,
         ).op
+
+    def _apply_sparse(self, grad, var):
+        """TF's sparse Adam: the moments decay in every row, the gradient adds to its rows only,
+        and every row of `var` moves (``Assign`` + ``ScatterAdd`` + ``AssignSub``, all on the
+        variable's task)."""
+        beta1_power, beta2_power = self._get_beta_accumulators(var.graph)
+        dtype = var.dtype
+        beta1_power, beta2_power = math_ops.cast(beta1_power, dtype), math_ops.cast(beta2_power, dtype)
+        lr_t = self._hyper_tensor("learning_rate", dtype)
+        beta1_t = self._hyper_tensor("beta1", dtype)
+        beta2_t = self._hyper_tensor("beta2", dtype)
+        epsilon_t = self._hyper_tensor("epsilon", dtype)
+        lr = lr_t * math_ops.sqrt(1 - beta2_power) / (1 - beta1_power)
+        graph = var.graph
+        m = self.get_slot(var, "m")
+        m_decayed = state_ops.assign(m, m * beta1_t)
+        with graph.control_dependencies([m_decayed]):
+            m_t = state_ops.scatter_add(m, grad.indices, grad.values * (1 - beta1_t))
+        v = self.get_slot(var, "v")
+        v_decayed = state_ops.assign(v, v * beta2_t)
+        with graph.control_dependencies([v_decayed]):
+            v_t = state_ops.scatter_add(v, grad.indices, (grad.values * grad.values) * (1 - beta2_t))
+        var_update = state_ops.assign_sub(var, lr * m_t / (math_ops.sqrt(v_t) + epsilon_t))
+        return control_flow_ops.group(var_update, m_t, v_t)
 
     def _finish(self, update_ops, name_scope):
         """Groups the updates with ``beta_power *= beta``, which runs after them."""

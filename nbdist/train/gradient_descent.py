@@ -1,6 +1,6 @@
 """`tf.train.GradientDescentOptimizer`: ``var -= learning_rate * grad``."""
 
-from nbdist.ops import training_ops
+from nbdist.ops import state_ops, training_ops
 from nbdist.train.optimizer import Optimizer
 
 
@@ -25,3 +25,8 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         lr = self._hyper_tensor("learning_rate", var.dtype)
         return training_ops.apply_gradient_descent(var, lr, grad, use_locking=self._use_locking).op
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """``ScatterSub`` of ``lr * grad.values`` into the rows `grad` names (repeats add up, as TF)."""
+        lr = self._hyper_tensor("learning_rate", var.dtype)
+        return state_ops.scatter_sub(var, grad.indices, grad.values * lr, use_locking=self._use_locking).op

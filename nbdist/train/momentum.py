@@ -38,3 +38,15 @@ class MomentumOptimizer(Optimizer):
             use_locking=self._use_locking,
             use_nesterov=self._use_nesterov,
         ).op
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_momentum(
+            var,
+            self.get_slot(var, "momentum"),
+            self._hyper_tensor("learning_rate", var.dtype),
+            grad.values,
+            grad.indices,
+            self._hyper_tensor("momentum", var.dtype),
+            use_locking=self._use_locking,
+            use_nesterov=self._use_nesterov,
+        ).op

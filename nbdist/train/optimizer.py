@@ -5,6 +5,12 @@
 colocated with it, and an op that groups them). With a ``global_step`` the returned
 op is the step's increment, which runs after every update (a control dependency).
 
+A gradient that is an `IndexedSlices` (from `tf.gather` / `tf.nn.embedding_lookup`) is
+applied sparsely, as TF does: `_apply_sparse_duplicate_indices` sums repeated rows
+(``Unique`` + ``UnsortedSegmentSum``) and `_apply_sparse` updates only those rows
+(``ScatterSub``, ``SparseApplyMomentum``, ...). Those ops are colocated with the variable
+too, so only the touched rows' indices and values cross the wire to the ps.
+
 Slot variables (``w/Momentum``, ``w/Adam``, ...) and other optimizer state are
 created with ``colocate_with(var)``, so the distributed runtime keeps a variable,
 its slots and its update op on one task: the gradient crosses the wire once and the
@@ -16,9 +22,10 @@ import numbers
 
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
-from nbdist.ops import array_ops, control_flow_ops, math_ops, state_ops
+from nbdist.ops import array_ops, control_flow_ops, index_ops, math_ops, reduction_ops, state_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
+from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.train import staleness
 
 _VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
@@ -55,7 +62,8 @@ def create_zeros_slot(primary, name):
 class Optimizer(abc.ABC):
     """Base class of the optimizers (TF 1.x's `tf.train.Optimizer`).
 
-    Subclasses define `_apply_dense(grad, var)` and, as needed, `_create_slots(var_list)`,
+    Subclasses define `_apply_dense(grad, var)`, `_apply_sparse(grad, var)` (an
+    `IndexedSlices` without repeated indices) and, as needed, `_create_slots(var_list)`,
     `_prepare()` and `_finish(update_ops, name_scope)`.
 
     Args:
@@ -147,7 +155,7 @@ class Optimizer(abc.ABC):
 
         Returns:
             A list of ``(gradient, variable)``; the gradient is None when the variable
-            does not affect `loss`.
+            does not affect `loss`, an `IndexedSlices` when `loss` reads rows of it (`tf.gather`).
 
         Raises:
             ValueError: if there is no variable to optimize, or `loss` is not a float tensor.
@@ -214,7 +222,10 @@ class Optimizer(abc.ABC):
                 if grad is None:
                     continue
                 with graph.name_scope(f"update_{var.op.name}"), graph.colocate_with(var):
-                    update_ops.append(self._apply_dense(grad, var))
+                    if isinstance(grad, IndexedSlices):
+                        update_ops.append(self._apply_sparse_duplicate_indices(grad, var))
+                    else:
+                        update_ops.append(self._apply_dense(grad, var))
             if global_step is None:
                 apply_updates = self._finish(update_ops, scope)
             else:
@@ -308,9 +319,28 @@ class Optimizer(abc.ABC):
     def _apply_dense(self, grad, var):
         """Adds the op that applies `grad` to `var` and returns it (an Operation)."""
 
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """Sums the rows of `grad` that share an index, then `_apply_sparse` (TF's default)."""
+        values, indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(values, indices, grad.dense_shape), var)
+
+    def _apply_sparse(self, grad, var):
+        """Adds the op that applies an `IndexedSlices` (unique indices) to `var`; returns it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot apply a sparse (IndexedSlices) gradient to {var.op.name!r}: "
+            "define _apply_sparse, or densify the gradient with tf.convert_to_tensor"
+        )
+
     def _finish(self, update_ops, name_scope):
         """Returns the op that groups `update_ops`, named `name_scope`."""
         return control_flow_ops.group(*update_ops, name=name_scope)
+
+
+def _deduplicate_indexed_slices(values, indices):
+    """``(summed_values, unique_indices)``: one row per distinct index, rows of a repeated index added."""
+    unique_indices, positions = index_ops.unique(indices)
+    summed = reduction_ops.unsorted_segment_sum(values, positions, array_ops.size(unique_indices))
+    return summed, unique_indices
 
 
 def _convert_pairs(grads_and_vars):
@@ -320,7 +350,7 @@ def _convert_pairs(grads_and_vars):
             g, v = pair
         except (TypeError, ValueError):
             raise TypeError(f"apply_gradients() takes (gradient, variable) pairs, got {pair!r}") from None
-        if g is not None:
+        if g is not None and not isinstance(g, IndexedSlices):
             try:
                 g = convert_to_tensor(g)
             except (TypeError, ValueError) as e:

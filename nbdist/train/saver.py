@@ -74,7 +74,8 @@ def _normalize_var_list(var_list):
 
 
 def _ref(var):
-    return var._variable if isinstance(var, state_ops.Variable) else var
+    """The variable's storage tensor (the ``VariableV2`` output), or `var` when it is a tensor."""
+    return var.op.outputs[0] if isinstance(var, state_ops.Variable) else var
 
 
 class Saver:

@@ -3,7 +3,8 @@
 The mechanism, as in TF (see ``shared/docs/training-design.md``):
 
 1. Each worker's `train_op` puts its gradient of every variable into a
-   `ConditionalAccumulator` on that variable's ps (``shared_name = var.name +
+   `ConditionalAccumulator` (a `SparseConditionalAccumulator` for an `IndexedSlices`
+   gradient, e.g. an embedding's) on that variable's ps (``shared_name = var.name +
    "/grad_accum"``), stamped with its *local step* — the global step it read. A gradient
    stamped with an older step than the accumulator's is dropped there.
 2. The chief's sync op (run by a `QueueRunner` thread on the chief) takes the mean of
@@ -28,7 +29,8 @@ import logging
 
 from nbdist.graph.graph import GraphKeys, get_default_graph
 from nbdist.ops import array_ops, control_flow_ops, math_ops, reduction_ops, state_ops
-from nbdist.ops.accumulator_ops import ConditionalAccumulator
+from nbdist.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
+from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.queue_ops import FIFOQueue
 from nbdist.train import staleness
 from nbdist.train.optimizer import Optimizer
@@ -183,13 +185,20 @@ class SyncReplicasOptimizer(Optimizer):
                 aggregated.append(None)
                 continue
             with graph.device(var.device):
-                accum = ConditionalAccumulator(
-                    grad.dtype, shape=var.shape, shared_name=var.name + "/grad_accum"
-                )
-                apply = accum.apply_grad(grad, local_step=self._local_step)
+                if isinstance(grad, IndexedSlices):  # only the touched rows travel and add up
+                    accum = SparseConditionalAccumulator(
+                        grad.dtype, shape=(), shared_name=var.name + "/grad_accum"
+                    )
+                    apply = accum.apply_indexed_slices_grad(grad, local_step=self._local_step)
+                    aggregated.append(accum.take_indexed_slices_grad(self._replicas_to_aggregate))
+                else:
+                    accum = ConditionalAccumulator(
+                        grad.dtype, shape=var.shape, shared_name=var.name + "/grad_accum"
+                    )
+                    apply = accum.apply_grad(grad, local_step=self._local_step)
+                    aggregated.append(accum.take_grad(self._replicas_to_aggregate))
                 train_ops.append(apply)
                 accepted.append(apply.outputs[0])
-                aggregated.append(accum.take_grad(self._replicas_to_aggregate))
                 self._accumulator_list.append((accum, var.device))
         return train_ops, aggregated, var_list, accepted
 

@@ -1,0 +1,31 @@
+"""`tf.data`: `Dataset` and `Iterator` (TF 1.x), plus `tf.compat.v1.data`'s functions.
+
+See `nbdist.ops.dataset_ops` (pipelines as plain data) and `nbdist.ops.iterator_ops`
+(the iterator resource). `Dataset.map` and other Python-function transformations are
+not supported (they need function tracing).
+"""
+
+from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.dataset_ops import Dataset
+from nbdist.ops.iterator_ops import (
+    Iterator,
+    get_output_classes,
+    get_output_shapes,
+    get_output_types,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
+
+__all__ = [
+    "Dataset",
+    "Iterator",
+    "get_output_classes",
+    "get_output_shapes",
+    "get_output_types",
+    "make_initializable_iterator",
+    "make_one_shot_iterator",
+]
+
+
+def __getattr__(name):
+    return _unsupported("tf.data", name)
