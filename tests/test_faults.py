@@ -11,12 +11,14 @@ Every wait is bounded; processes are killed by PID (`LoggedProcs.stop`, `LocalCl
 """
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import nbdist as tf
-from procs import LoggedProcs
+from procs import LoggedProcs, ServerProcs, cluster_dict
 
 pytestmark = pytest.mark.slow
 
@@ -88,3 +90,70 @@ def test_sync_training_with_a_backup_survives_a_killed_worker_that_rejoins(clien
         steps = clients.steps("w0")
         assert steps == sorted(steps) and len(set(steps)) > 40
         assert not re.search(r"Traceback", clients.text("w0"))
+
+
+def test_a_dequeue_whose_only_feeder_died_fails_naming_it():
+    """The resource mechanism under the sync chief's case: a queue knows which tasks' steps
+    enqueued into it; a dequeue waiting on it fails with AbortedError once all of them are lost."""
+    servers = ServerProcs(cluster_dict(ps=1, worker=2))
+    try:
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(10, tf.int32, shapes=(), shared_name="tokens", name="tokens")
+            enqueue, dequeue = q.enqueue(7), q.dequeue()
+        with tf.Session(servers.target("worker", 0), graph=graph) as feeder:
+            feeder.run(enqueue)  # worker 0's master fed the queue, once
+        consumer = tf.Session(servers.target("worker", 1), graph=graph)
+        assert consumer.run(dequeue) == 7
+        box = {}
+
+        def wait_for_more():
+            try:
+                consumer.run(dequeue)
+            except tf.errors.OpError as e:
+                box["error"] = e
+
+        waiter = threading.Thread(target=wait_for_more)
+        waiter.start()
+        time.sleep(0.5)
+        assert waiter.is_alive()  # the feeder lives: waiting is right
+        servers.kill("worker", 0)
+        waiter.join(BOUND_S)
+        assert not waiter.is_alive()
+        error = box["error"]
+        assert isinstance(error, tf.errors.AbortedError), error
+        assert re.search(
+            r"waits on FIFOQueue 'tokens' on /job:ps/replica:0/task:0.*, but /job:worker/task:0 \(the only "
+            r"task that put elements into it\) is unavailable: the connection was lost",
+            error.message,
+        ), error.message
+        consumer.close()
+        with tf.Session(servers.target("worker", 1), graph=graph) as again:  # the ps stays healthy
+            assert again.run(q.size()) == 0
+    finally:
+        servers.stop()
+
+
+def test_killing_the_sync_chief_tells_every_other_worker_and_they_recover_with_it(clients, tmp_path):
+    stop_file = tmp_path / "stop"
+    with tf.LocalCluster(ps=1, worker=3) as cluster:
+        _start_workers(clients, cluster, "sync", stop_file, "--replicas", 2)
+        for i in range(3):
+            clients.wait_steps(f"w{i}", 10, BOUND_S)
+        cluster.kill("worker", 0)
+        for i in (1, 2):  # a clear error naming the chief, not a hang
+            clients.wait_for(
+                f"w{i}", r"Error: .*/job:worker/task:0 \(the only task that put elements into it\)", BOUND_S
+            )
+        # Their monitored sessions keep recovering until the chief is back; then all train on.
+        clients.procs["w0"][0].kill()
+        cluster.restart_task("worker", 0)
+        spec = cluster.cluster_spec.to_json()
+        clients.start("w0b", SCRIPT, spec, 0, "sync", "--replicas", 2, "--stop_file", stop_file)
+        before = {i: len(clients.steps(f"w{i}")) for i in (1, 2)}
+        clients.wait_steps("w0b", 10, BOUND_S)
+        for i in (1, 2):
+            clients.wait_steps(f"w{i}", before[i] + 3, BOUND_S)
+        stop_file.touch()
+        for name in ("w0b", "w1", "w2"):
+            assert clients.wait_exit(name, BOUND_S) == 0, clients.text(name)[-3000:]

@@ -37,12 +37,32 @@ class StepContext:
         deadline: `time.monotonic()` value after which waits give up (None: no bound).
         trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
         session: the id of the step's session (keys per-session resources: iterators).
+        master: the task whose master issued the step (``/job:worker/task:0``; "" in a local
+            session): resources note who feeds them (`nbdist.ops.resources.Feeders`).
     """
 
-    __slots__ = ("resources", "rendezvous", "step_id", "deadline", "trace", "device", "cancelled", "session")
+    __slots__ = (
+        "resources",
+        "rendezvous",
+        "step_id",
+        "deadline",
+        "trace",
+        "device",
+        "cancelled",
+        "session",
+        "master",
+    )
 
     def __init__(
-        self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device="", session=""
+        self,
+        resources,
+        rendezvous=None,
+        step_id=0,
+        deadline=None,
+        trace=None,
+        device="",
+        session="",
+        master="",
     ):
         self.resources = resources
         self.rendezvous = rendezvous
@@ -52,6 +72,7 @@ class StepContext:
         self.device = device
         self.cancelled = None  # the error that ended this step from outside (session closed)
         self.session = session
+        self.master = master
 
     def cancel(self, error):
         """Ends the step's waits with `error` (e.g. `CancelledError` when its session closes)."""
@@ -292,6 +313,19 @@ class ExecutionPlan:
         """None when `step` can run now, else a description of what it waits for."""
         return step.ready(ctx, step.node, *self._args(step, ctx, vals))
 
+    def _starved(self, ctx, waiting, vals):
+        """The error of a waiting op whose resource nobody can feed any more (its feeders' tasks
+        are lost: the resource's ``starved(ctx, node)``), or None."""
+        if not ctx.resources.lost_tasks:
+            return None
+        for step in waiting:
+            for arg in self._args(step, ctx, vals):
+                starved = getattr(arg, "starved", None)
+                error = starved(ctx, step.node) if starved is not None else None
+                if error is not None:
+                    return error
+        return None
+
     @staticmethod
     def _note_wait(step, waits):
         # A traced (or watched) op's span starts when the op first had to wait.
@@ -316,6 +350,9 @@ class ExecutionPlan:
                 reasons = [self._waits_for(s, ctx, vals) for s in waiting]
                 if any(r is None for r in reasons):
                     return
+                starved = self._starved(ctx, waiting, vals)
+                if starved is not None:
+                    raise starved
                 now = time.monotonic()
                 remaining = None if ctx.deadline is None else ctx.deadline - now
                 if remaining is not None and remaining <= 0:

@@ -128,6 +128,7 @@ class MasterService:
         self.job_name = job_name
         self.task_index = task_index
         self.task_device = Task(job_name, task_index).device
+        self.task_name = Task(job_name, task_index).name
         self.local_worker = local_worker
         self.key = key
         self.loop = None  # the server's ServingLoop, set when it starts
@@ -353,6 +354,7 @@ class _Step:
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
                 "session": self.session.handle,
+                "master": m.task_name,  # whose step: a task that loses this master aborts it
             }
             if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)
