@@ -64,8 +64,10 @@ def fault_worker_killed(mode, workers, victim, replicas=None):
         spec = cluster.cluster_spec.to_json()
         try:
             for i in range(workers):
+                # Synchronous workers stop when the chief does (it closes the token queue).
+                stop_args = ["--stop_file", stop] if mode == "async" or i == 0 else []
                 clients.start(
-                    f"w{i}", FAULT_WORKER, spec, i, mode, "--stop_file", stop, "--step_sleep_s", 0.01, *extra
+                    f"w{i}", FAULT_WORKER, spec, i, mode, *stop_args, "--step_sleep_s", 0.01, *extra
                 )
             clients.wait_steps(f"w{victim}", 20, BOUND_S)
             cluster.kill("worker", victim)
@@ -234,10 +236,11 @@ def fault_chief_killed():
         clients = LoggedProcs(tmp)
         stop = Path(tmp) / "stop"
         spec = cluster.cluster_spec.to_json()
-        sync = ("sync", "--replicas", 2, "--stop_file", stop)
+        sync = ("sync", "--replicas", 2)
         try:
-            for i in range(3):
-                clients.start(f"w{i}", FAULT_WORKER, spec, i, *sync, "--step_sleep_s", 0.01)
+            for i in range(3):  # the others stop when the chief does (it closes the token queue)
+                chief_stop = ["--stop_file", stop] if i == 0 else []
+                clients.start(f"w{i}", FAULT_WORKER, spec, i, *sync, *chief_stop, "--step_sleep_s", 0.01)
             for i in range(3):
                 clients.wait_steps(f"w{i}", 10, BOUND_S)
             cluster.kill("worker", 0)
@@ -246,7 +249,7 @@ def fault_chief_killed():
             line = next(ln for ln in clients.text("w1").splitlines() if "the only task" in ln)
             clients.procs["w0"][0].kill()
             cluster.restart_task("worker", 0)
-            clients.start("w0b", FAULT_WORKER, spec, 0, *sync)
+            clients.start("w0b", FAULT_WORKER, spec, 0, *sync, "--stop_file", stop)
             before = {i: len(clients.steps(f"w{i}")) for i in (1, 2)}
             clients.wait_steps("w0b", 10, BOUND_S)
             for i in (1, 2):

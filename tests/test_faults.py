@@ -33,11 +33,18 @@ def clients(tmp_path):
     c.stop()
 
 
+def _stop_args(mode, task_index, stop_file):
+    """Async workers each stop at the stop file. Synchronous ones stop when the chief does (it
+    closes the token queue): a non-chief stopping first could leave the chief one replica short
+    (the sync06 branch makes a stopping worker hand its token back)."""
+    return ["--stop_file", stop_file] if mode == "async" or task_index == 0 else []
+
+
 def _start_workers(clients, cluster, mode, stop_file, *extra):
     spec = cluster.cluster_spec.to_json()
     for i in range(cluster.cluster_spec.num_tasks("worker")):
         clients.start(
-            f"w{i}", SCRIPT, spec, i, mode, "--stop_file", stop_file, "--step_sleep_s", 0.01, *extra
+            f"w{i}", SCRIPT, spec, i, mode, *_stop_args(mode, i, stop_file), "--step_sleep_s", 0.01, *extra
         )
 
 

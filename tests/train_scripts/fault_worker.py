@@ -66,19 +66,19 @@ def should_stop(args, local_steps):
     return args.stop_file is not None and os.path.exists(args.stop_file)
 
 
-def train(sess, args, x, y, train_op, global_step):
+def train(sess, args, x, y, train_op, global_step, done):
+    """Trains until told to stop; counts runs in ``done[0]`` (a monitored session may end the
+    `with` block from inside a run: a clean stop when the chief closes the token queue)."""
     rng = np.random.default_rng(args.task_index)
     true_w = np.arange(1.0, 11.0)
-    local_steps = 0
     print("ready", flush=True)
-    while not should_stop(args, local_steps) and not getattr(sess, "should_stop", lambda: False)():
+    while not should_stop(args, done[0]) and not getattr(sess, "should_stop", lambda: False)():
         xs = rng.normal(size=(16, 10))
         _, step = sess.run([train_op, global_step], {x: xs, y: xs @ true_w})
-        local_steps += 1
+        done[0] += 1
         print(f"step {step}", flush=True)
         if args.step_sleep_s:
             time.sleep(args.step_sleep_s)
-    return local_steps
 
 
 def main():
@@ -87,6 +87,7 @@ def main():
     target = "grpc://" + cluster.task_address("worker", args.task_index)
     opt, x, y, train_op, global_step = build(args, cluster)
     is_chief = args.task_index == 0
+    done = [0]
     try:
         if args.mode == "async":
             with tf.Session(target) as sess:
@@ -98,17 +99,17 @@ def main():
                         if time.monotonic() > deadline:
                             raise SystemExit("the model was not initialized in time")
                         time.sleep(0.05)
-                local_steps = train(sess, args, x, y, train_op, global_step)
+                train(sess, args, x, y, train_op, global_step, done)
         else:
             hooks = [opt.make_session_run_hook(is_chief)]
             with tf.train.MonitoredTrainingSession(
                 master=target, is_chief=is_chief, hooks=hooks, max_wait_secs=args.max_wait_secs
             ) as sess:
-                local_steps = train(sess, args, x, y, train_op, global_step)
+                train(sess, args, x, y, train_op, global_step, done)
     except tf.errors.OpError as e:
         print(f"error {type(e).__name__}: {e.message}", flush=True)
         sys.exit(3)
-    print(f"done {local_steps}", flush=True)
+    print(f"done {done[0]}", flush=True)
 
 
 if __name__ == "__main__":
