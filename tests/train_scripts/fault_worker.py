@@ -74,7 +74,11 @@ def train(sess, args, x, y, train_op, global_step, done):
     print("ready", flush=True)
     while not should_stop(args, done[0]) and not getattr(sess, "should_stop", lambda: False)():
         xs = rng.normal(size=(16, 10))
-        _, step = sess.run([train_op, global_step], {x: xs, y: xs @ true_w})
+        try:
+            _, step = sess.run([train_op, global_step], {x: xs, y: xs @ true_w})
+        except tf.errors.OpError as e:  # said at once: closing a session to a dead master takes a while
+            print(f"error {type(e).__name__}: {e.message}", flush=True)
+            raise SystemExit(3) from None
         done[0] += 1
         print(f"step {step}", flush=True)
         if args.step_sleep_s:
