@@ -76,7 +76,10 @@ def train(sess, args, x, y, train_op, global_step, done):
         xs = rng.normal(size=(16, 10))
         try:
             _, step = sess.run([train_op, global_step], {x: xs, y: xs @ true_w})
-        except tf.errors.OpError as e:  # said at once: closing a session to a dead master takes a while
+        except tf.errors.OpError as e:
+            if hasattr(sess, "should_stop"):  # a monitored session: its `with` decides (a clean stop?)
+                raise
+            # A plain session's error is said at once: closing a session whose master died takes a while.
             print(f"error {type(e).__name__}: {e.message}", flush=True)
             raise SystemExit(3) from None
         done[0] += 1
