@@ -5,8 +5,9 @@ Every scenario runs real processes on 127.0.0.1 (`LocalCluster` servers, client 
 from ``tests/train_scripts/``); the tests in ``tests/test_faults.py``, ``test_leaks.py``,
 ``test_server_fuzz.py`` and ``test_bad_graphs.py`` check the same behaviours in shorter,
 bounded versions and assert them; this script measures them at full length. A time to
-report is measured from the signal to the moment the affected client sees the error
-(its output line, polled every 5 ms, or its exception).
+report is measured from the fault (a SIGKILLed task: from the moment its process was
+reaped) to the moment the affected client has the error (its output line, polled every
+5 ms, or its exception).
 
     python benchmarks/reliability.py                  # full length (~5 min on 2 cores)
     python benchmarks/reliability.py --quick          # short rounds, to try the script
@@ -360,7 +361,9 @@ def write_report(path, command, results):
         "127.0.0.1; the tests (`tests/test_faults.py`, `test_leaks.py`, `test_server_fuzz.py`,",
         "`test_bad_graphs.py`, `test_train_distributed.py`, `test_saver.py`, `test_notebooks.py`) assert",
         "the same behaviours in shorter runs. Times are wall-clock on a shared 2-core machine: the",
-        "≤ 1 s goal on one host is this figure, not a test assertion.",
+        "≤ 1 s goal on one host is this figure, not a test assertion. A time to report runs from the",
+        "fault (for kill -9 of a task: from the moment its process was reaped) until the affected",
+        "client has the error (its exception, or its output line, polled every 5 ms).",
         "",
         "## Faults during training",
         "",
