@@ -99,12 +99,14 @@ __version__ = "0.1.0"
 _NOTEBOOK_NAMES = {
     "LocalCluster": "nbdist.notebook.cluster",
     "report": "nbdist.notebook.events",
+    "report_trace": "nbdist.notebook.events",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
     "show_graph": "nbdist.notebook.widgets",
     "show_placement": "nbdist.notebook.widgets",
     "show_timeline": "nbdist.notebook.widgets",
     "Dashboard": "nbdist.notebook.widgets",
+    "Playground": "nbdist.notebook.widgets",
     "export_chrome_trace": "nbdist.notebook.trace",
 }
 

@@ -27,6 +27,10 @@ LAYERS = ["base", "graph", "ops", "runtime", "task", "train", "facade", "noteboo
 LAYER_OF = {
     "nbdist.errors": "base",  # OpError and its subclasses: importable from anywhere
     "nbdist.platform": "base",  # tf.app / tf.flags / tf.logging: absl and the stdlib only
+    # tf.test: TestCase's sessions and create_local_cluster's servers stand on the runtime.
+    "nbdist.platform.test": "train",
+    "nbdist.platform.test_util": "train",
+    "nbdist.platform.benchmark": "train",
     "nbdist._facade": "base",  # the facades' helpers (export_all, unsupported); stdlib only
     "nbdist.graph": "graph",
     "nbdist.ops": "ops",

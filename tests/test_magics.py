@@ -278,8 +278,8 @@ def test_the_dtf_worker_help_example_runs_as_pasted(ip, stop_after):
         ip.run_line_magic("dtf_cluster", "ps=1 worker=2")
         result = ip.run_cell(example)
     assert result.success, result.error_in_exec
-    assert "[worker:0] task 0 computed 4.0" in out.stdout
-    assert "[worker:1] task 1 computed 8.0" in out.stdout
+    assert "[worker:0] task 0 computed 4.0 with w0 on /job:ps/task:0" in out.stdout
+    assert "[worker:1] task 1 computed 8.0 with w1 on /job:ps/task:0" in out.stdout
 
 
 @pytest.mark.slow

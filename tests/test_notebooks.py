@@ -10,6 +10,7 @@
 
 import os
 import queue
+import re
 import signal
 import sys
 import textwrap
@@ -78,6 +79,26 @@ def test_notebook_starts_with_load_ext_and_names_its_kernel(path):
     assert nb.metadata.kernelspec.name == "python3"
 
 
+# What a notebook must have shown once run: it taught what it says, not only ran.
+SHOWN = {
+    "00_start_here.ipynb": [
+        "master service of /job:local/replica:0/task:0: RunStep",
+        "worker service of /job:local/replica:0/task:1: RunGraph",
+        "<nbdist GraphView: placed",
+    ],
+    "05_between_graph_replication.ipynb": [
+        "[ps:0] join() returned after 0.5 s; stopped: False",
+        "w1 on /job:ps/task:0, logits on /job:worker/task:1",
+        "client /job:worker/task:0: RunStep at the master of /job:worker/replica:0/task:0; "
+        "RunGraph on /job:ps/replica:0/task:0, /job:worker/replica:0/task:0",
+        "client /job:worker/task:1: RunStep at the master of /job:worker/replica:0/task:1; "
+        "RunGraph on /job:ps/replica:0/task:0, /job:worker/replica:0/task:1",
+        "<nbdist GraphView: placed, 80 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
+        "the last update's number: 404 = 4 earlier steps (above) + 200 + 200",
+    ],
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_without_errors(path):
@@ -86,6 +107,39 @@ def test_notebook_runs_without_errors(path):
     execute_notebook(nb, path.parent)
     assert errors_of(nb) == []
     assert time.monotonic() - started < 60
+    text = outputs_text(nb)
+    missing = [s for s in SHOWN.get(path.name, []) if s not in text]
+    assert missing == [], f"{path.name} did not show {missing}"
+
+
+GLOSSARY = (
+    "client",
+    "cluster",
+    "job",
+    "master service",
+    "task",
+    "server",
+    "worker service",
+    "in-graph replication",
+    "between-graph replication",
+    "asynchronous training",
+    "synchronous training",
+)
+
+
+def test_start_here_maps_every_term_and_is_honest_about_the_notebooks():
+    """00 links every notebook there is, links none that is missing, and calls "coming" only
+    notebooks that do not exist yet (when one lands, 00 must link it)."""
+    start_here = Path(REPO) / "notebooks" / "00_start_here.ipynb"
+    nb = nbformat.read(start_here, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for term in GLOSSARY:
+        assert f"| **{term}** |" in text, f"00 has no row for {term!r}"
+    linked = set(re.findall(r"\]\((\d\d_\w+\.ipynb)\)", text))
+    assert linked == {p.name for p in NOTEBOOKS} - {start_here.name}
+    coming = set(re.findall(r"(\d\d) · [^*|]*\*\(coming\)\*", text))
+    landed = [n for n in sorted(coming) if any(p.name.startswith(f"{n}_") for p in NOTEBOOKS)]
+    assert landed == [], f"notebooks {landed} exist: link them in 00 instead of calling them coming"
 
 
 # ---------------------------------------------------------------- the extension, end to end

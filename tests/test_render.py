@@ -94,6 +94,21 @@ def test_svg_has_the_transfer_edges_and_task_colours(traced):
         assert f'fill="{gm.task_color(task)}"' in svg
 
 
+def test_a_trace_event_from_a_task_draws_as_its_run_metadata(traced):
+    """What `report_trace` sends from a ``%%dtf_worker`` task, after the wire, is drawn the same."""
+    from nbdist.notebook import charts, events, trace
+    from nbdist.runtime import wire
+
+    stream = events.current_stream()
+    stream._history.clear()
+    events.report_trace(traced.md, step=2)
+    (sent,) = stream.history("trace")
+    event = wire.decode(wire.encode("Event", 0, {"event": sent}))["event"]
+    assert render.graph_to_dot(event, collapse=False) == render.graph_to_dot(traced.md, collapse=False)
+    assert charts.placement_summary(event) == charts.placement_summary(traced.md)
+    assert trace.step_events(event)["flows"] == trace.step_events(traced.md)["flows"]
+
+
 def test_metadata_without_partition_graphs_says_how_to_trace(model):
     md = tf.RunMetadata()
     with tf.Session(graph=model.graph) as sess:

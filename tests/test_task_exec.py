@@ -286,6 +286,21 @@ def test_keyboard_interrupt_interrupts_every_task(cluster, workers):
 
 
 @pytest.mark.slow
+def test_cancel_from_another_thread_interrupts_every_task(cluster, workers):
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    with pytest.raises(errors.CancelledError, match=r"cancelled while running on worker:0, worker:1"):
+        run(
+            cluster,
+            workers,
+            "import time\nfor _ in range(300):\n    time.sleep(0.1)\nstate = 'finished'",
+            cancel=cancel,
+        )
+    results, _ = run(cluster, workers, "globals().get('state', 'interrupted')")
+    assert results == {"worker:0": "interrupted", "worker:1": "interrupted"}
+
+
+@pytest.mark.slow
 def test_a_second_cell_on_a_busy_task_is_refused(cluster, workers):
     channel = transport.channel_to(workers[0][2], "/job:worker/task:0", cluster.key)
     channel.call("Exec", {"exec_id": "busy-1", "code": "import time\ntime.sleep(1.5)"}, timeout_s=5)

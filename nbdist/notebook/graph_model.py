@@ -6,7 +6,9 @@ Three inputs describe a graph (`graph_model` normalises them once into a `GraphM
   as recorded by ``tf.device`` scopes, before the master placed anything;
 - a traced `tf.RunMetadata` of a distributed step: the *placed & partitioned* graph, one
   partition per task, where each cross-task edge became a ``_Send``/``_Recv`` pair;
-- a GraphDef dict (``{"node": [...]}``).
+- a GraphDef dict (``{"node": [...]}``);
+- a ``trace`` event (`report_trace`): a step another client (a ``%%dtf_worker`` task) traced,
+  as plain data; drawn like its RunMetadata.
 
 Colours encode tasks: one hue per job (ps orange, worker blue, chief green, ...) and one
 shade per task, the same before and after placement. Name scopes (and series of numbered
@@ -214,7 +216,7 @@ def fetch_graph(fetch):
 
 
 def graph_model(obj):
-    """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata or GraphDef dict.
+    """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata, GraphDef dict or ``trace`` event.
 
     Raises:
         ValueError: a RunMetadata without partition graphs (not a traced distributed step).
@@ -223,7 +225,11 @@ def graph_model(obj):
     if isinstance(obj, GraphModel):
         return obj
     if hasattr(obj, "partition_graphs") and hasattr(obj, "step_stats"):
-        return _placed_model(obj)
+        transfers = [getattr(d, "transfers", None) for d in obj.step_stats.dev_stats]
+        return _placed_model(obj.partition_graphs, transfers)
+    if isinstance(obj, dict) and obj.get("kind") == "trace":  # a task's traced step (`report_trace`)
+        transfers = [d.get("transfers") for d in obj.get("dev_stats", [])]
+        return _placed_model(obj.get("partition_graphs"), transfers)
     graph = obj if hasattr(obj, "get_operations") else getattr(obj, "graph", None)
     if graph is not None and hasattr(graph, "get_operations"):
         return GraphModel([node_def_of(op) for op in graph.get_operations()], "requested")
@@ -231,13 +237,13 @@ def graph_model(obj):
         nodes = nodes_from_graph_def(obj)
         return GraphModel(nodes, "placed" if any(n.op in TRANSFER_OPS for n in nodes) else "requested")
     raise TypeError(
-        f"cannot draw {type(obj).__name__}: pass a tf.Graph, a tf.Session, a traced tf.RunMetadata "
-        "or a GraphDef dict"
+        f"cannot draw {type(obj).__name__}: pass a tf.Graph, a tf.Session, a traced tf.RunMetadata, "
+        "a GraphDef dict or a 'trace' event"
     )
 
 
-def _placed_model(md):
-    parts = list(md.partition_graphs or [])
+def _placed_model(partition_graphs, transfers_per_task):
+    parts = list(partition_graphs or [])
     if not parts:
         raise ValueError(
             "this RunMetadata has no partition graphs: it is not a traced step of a distributed "
@@ -246,8 +252,8 @@ def _placed_model(md):
         )
     nodes = [n for part in parts for n in nodes_from_graph_def(part)]
     measured = {}
-    for dev in md.step_stats.dev_stats:
-        for t in getattr(dev, "transfers", None) or []:
+    for transfers in transfers_per_task:
+        for t in transfers or []:
             if t.get("op") == "_Recv" or t.get("key") not in measured:
                 measured[t.get("key")] = t.get("bytes")
     return GraphModel(nodes, "placed", measured)

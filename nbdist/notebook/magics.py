@@ -136,13 +136,16 @@ class ClusterMagics(Magics):
         is raised here with that task's traceback; the last expression's value comes
         back per task. Interrupting the kernel interrupts the cell on every task.
 
-        Example::
+        Example (after ``%dtf_cluster ps=1 worker=2``)::
 
             %%dtf_worker --job worker
-            with tf.device(f"/job:worker/task:{task_index}"):
-                y = tf.reduce_sum(tf.ones([2, 2])) * float(task_index + 1)
+            worker = f"/job:worker/task:{task_index}"
+            with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=worker)):
+                w = tf.Variable(tf.ones([2, 2]), name=f"w{task_index}")  # on /job:ps/task:0
+                y = tf.reduce_sum(w) * float(task_index + 1)  # on this worker
             with tf.Session(server.target) as sess:  # this task is its own client
-                print("task", task_index, "computed", sess.run(y))
+                sess.run(w.initializer)
+                print("task", task_index, "computed", sess.run(y), "with", w.op.name, "on", w.device)
         """
         args = parse_argstring(self.dtf_worker, strip_comment(line))
         cluster = cluster_lib.current()

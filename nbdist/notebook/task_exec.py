@@ -171,7 +171,7 @@ class _RemoteRun:
         }
 
 
-def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WAIT_S):
+def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WAIT_S, cancel=None):
     """Runs `code` on every task at once and waits for all of them.
 
     Args:
@@ -181,6 +181,8 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
         timeout_s: interrupt the tasks and raise `TimeoutError` after this long (None: no bound).
         streams: ``{"stdout": file, "stderr": file}`` for the prefixed output (default: sys's).
         poll_wait_s: how long one poll may wait for new output (the output's latency bound).
+        cancel: a `threading.Event` another thread may set to interrupt the tasks (within
+            about `poll_wait_s`); `run_cell` then raises `tf.errors.CancelledError`.
 
     Returns:
         A `TaskResults` of the tasks whose last line is an expression, or None if none is.
@@ -189,6 +191,7 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
         RemoteError: (typed after the remote error) if the cell raised on any task.
         KeyboardInterrupt: after interrupting every task, when the notebook was interrupted.
         TimeoutError: when `timeout_s` passed (the tasks were interrupted).
+        tf.errors.CancelledError: when `cancel` was set (the tasks were interrupted).
         tf.errors.UnavailableError: a task could not be reached.
     """
     streams = streams or {"stdout": sys.stdout, "stderr": sys.stderr}
@@ -201,10 +204,14 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
             run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
             runs.append(run)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        timed_out = not _poll_until_done(runs, exec_id, deadline, poll_wait_s)
+        timed_out = not _poll_until_done(runs, exec_id, deadline, poll_wait_s, cancel)
     except BaseException:  # interrupted, or a task refused the cell: stop the ones already running
         _interrupt(runs, exec_id, poll_wait_s)
         raise
+    if cancel is not None and cancel.is_set() and not all(r.done for r in runs):
+        _interrupt(runs, exec_id, poll_wait_s)
+        running = ", ".join(r.label for r in runs)
+        raise errors.CancelledError(None, None, f"cancelled while running on {running}; interrupted them")
     if timed_out:
         _interrupt(runs, exec_id, poll_wait_s)
         still = [r.label for r in runs if not r.done or (r.error or {}).get("ename") == "KeyboardInterrupt"]
@@ -212,13 +219,16 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
     return _outcome(runs)
 
 
-def _poll_until_done(runs, exec_id, deadline, poll_wait_s):
-    """Polls the unfinished runs until all are done (True) or `deadline` passes (False)."""
+def _poll_until_done(runs, exec_id, deadline, poll_wait_s, cancel=None):
+    """Polls the unfinished runs until all are done (True) or `deadline` passes or `cancel`
+    is set (False)."""
     while True:
         pending = [r for r in runs if not r.done]
         if not pending:
             return True
         if deadline is not None and time.monotonic() >= deadline:
+            return False
+        if cancel is not None and cancel.is_set():
             return False
         for r in pending:
             r.request_id = r.channel.send(

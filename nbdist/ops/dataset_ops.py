@@ -177,7 +177,7 @@ class Dataset:
         return iterator_ops.Iterator.from_dataset(self, shared_name)
 
     # -- the spec -----------------------------------------------------------------------------------------
-    def _spec(self, leaves):
+    def to_spec(self, leaves):
         """This pipeline as plain data; appends its tensors to `leaves` (referenced by position)."""
         raise NotImplementedError
 
@@ -226,7 +226,7 @@ class _TensorsDataset(Dataset):
         self._components = components
         self._sliced = sliced
 
-    def _spec(self, leaves):
+    def to_spec(self, leaves):
         op = "tensor_slices" if self._sliced else "tensors"
         return {"op": op, "components": [_leaf(leaves, t) for t in self._components]}
 
@@ -238,7 +238,7 @@ class _RangeDataset(Dataset):
             _scalar(v, _dtypes.int64, n) for v, n in ((start, "start"), (stop, "stop"), (step, "step"))
         ]
 
-    def _spec(self, leaves):
+    def to_spec(self, leaves):
         return {"op": "range", **{n: _leaf(leaves, t) for n, t in zip(("start", "stop", "step"), self._args)}}
 
 
@@ -256,8 +256,8 @@ class _UnaryDataset(Dataset):
         self._tensor_args = tensor_args
         self._plain_args = dict(plain_args or {})
 
-    def _spec(self, leaves):
-        spec = {"op": self._op, "input": self._inputs[0]._spec(leaves), **self._plain_args}
+    def to_spec(self, leaves):
+        spec = {"op": self._op, "input": self._inputs[0].to_spec(leaves), **self._plain_args}
         spec.update({n: _leaf(leaves, t) for n, t in self._tensor_args.items()})
         return spec
 
@@ -276,8 +276,8 @@ class _Combined(Dataset):
         super().__init__(structure, dtypes, shapes, datasets)
         self._op = op
 
-    def _spec(self, leaves):
-        return {"op": self._op, "inputs": [d._spec(leaves) for d in self._inputs]}
+    def to_spec(self, leaves):
+        return {"op": self._op, "inputs": [d.to_spec(leaves) for d in self._inputs]}
 
 
 class _ZipDataset(_Combined):

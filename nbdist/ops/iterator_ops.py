@@ -167,7 +167,7 @@ class Iterator:
                 f"{dataset.output_types}"
             )
         leaves = []
-        spec = dataset._spec(leaves)
+        spec = dataset.to_spec(leaves)
         return registry.make_op(
             "MakeIterator", [self._handle, *leaves], {"dataset": spec}, name=name or "MakeIterator"
         )
@@ -207,7 +207,7 @@ def one_shot_iterator(dataset):
             variable): use `make_initializable_iterator` and feed it instead.
     """
     leaves = []
-    spec = dataset._spec(leaves)
+    spec = dataset.to_spec(leaves)
     values = []
     for t in leaves:
         if t.op.type != "Const":

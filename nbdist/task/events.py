@@ -189,15 +189,31 @@ def _as_float(name, value):
 def report_trace(run_metadata, step=None):
     """Publishes a traced step (a `tf.RunMetadata` filled with ``FULL_TRACE``) as a ``trace`` event.
 
+    The event is the step's RunMetadata as plain data (op spans and transfers per task, the
+    service calls, the partition graphs), so the notebook draws a step a task traced as it
+    draws its own: ``tf.show_graph(event)``, ``tf.show_placement(event)``,
+    ``tf.show_timeline(event)``.
+
     Args:
         run_metadata: the `tf.RunMetadata` passed to ``sess.run(..., run_metadata=md)``.
         step: the step number to label it with, or None.
+
+    Returns:
+        True if the event was sent (False: dropped, see `publish`).
+
+    Example (in a ``%%dtf_worker`` cell; the notebook reads ``dtf.events.history("trace")``)::
+
+        md = tf.RunMetadata()
+        sess.run(train_op, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+        tf.report_trace(md, step=1)
     """
     dev_stats = [
         {
             "device": d.device,
             "node_stats": list(d.node_stats),
             "resource_events": list(getattr(d, "resource_events", [])),
+            "transfers": list(getattr(d, "transfers", None) or []),
+            "pid": getattr(d, "pid", None),
         }
         for d in run_metadata.step_stats.dev_stats
     ]
@@ -208,6 +224,7 @@ def report_trace(run_metadata, step=None):
             "time": time.time(),
             "dev_stats": dev_stats,
             "service_calls": list(getattr(run_metadata, "service_calls", [])),
+            "partition_graphs": list(getattr(run_metadata, "partition_graphs", None) or []),
         }
     )
 

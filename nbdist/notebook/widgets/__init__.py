@@ -6,7 +6,8 @@ Each is an ipywidgets 8 composite in its own module, loaded on first use:
 - `show_placement` / `PlacementView` (placement_view.py): which task holds what;
 - `show_timeline` / `TimelineView` (timeline.py): one traced step across tasks;
 - `Dashboard` (dashboard.py): live training metrics per replica;
-- `ClusterStatusView` (cluster_status.py): a `LocalCluster`'s live status table.
+- `ClusterStatusView` (cluster_status.py): a `LocalCluster`'s live status table;
+- `Playground` (playground.py): choose a cluster and a replication mode, train, compare runs.
 
 Data and drawing live in `nbdist.notebook.render` and `nbdist.notebook.trace`; the widgets
 only set widget state. Every view also carries a static SVG/PNG/HTML in its display
@@ -25,6 +26,7 @@ _EXPORTS = {
     "show_timeline": "timeline",
     "TimelineView": "timeline",
     "Dashboard": "dashboard",
+    "Playground": "playground",
     "StaticView": None,
 }
 __all__ = list(_EXPORTS)

@@ -6,18 +6,18 @@
     dash.stop()                    # after training: final picture, kept as the static image
 
 Events (``{"kind": "metric", "task", "step", "time", "metrics": {...}}``) may arrive on any
-thread. `update` only records them and wakes a drawing thread, which redraws at most
-``max_redraws_per_s`` times a second and only sets widget state (a PNG and two HTML
-values), so neither training nor the kernel ever waits for matplotlib.
+thread. `update` only records them and asks a `Redrawer` (throttle.py) for a new picture:
+its thread redraws at most ``max_redraws_per_s`` times a second and only sets widget state
+(a PNG and two HTML values), so neither training nor the kernel ever waits for matplotlib.
 """
 
 import html
 import threading
-import time
 import uuid
 
 from nbdist.notebook import charts
 from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
+from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
 _VBox = _w.VBox if _w is not None else object
@@ -51,13 +51,8 @@ class Dashboard(_VBox):
         self.history = charts.MetricsHistory(rate_window_s=rate_window_s)
         self.title_text = title
         self.redraws = 0
-        self._min_interval_s = 1.0 / max_redraws_per_s
-        self._cond = threading.Condition()
+        self._redrawer = Redrawer(self.flush, max_redraws_per_s, name="nbdist-dashboard")
         self._draw_lock = threading.Lock()
-        self._dirty = False
-        self._stopped = False
-        self._last_draw = 0.0
-        self._thread = None
         self._unsubscribe = None
         self._display_id = None
         self.png = b""
@@ -91,39 +86,15 @@ class Dashboard(_VBox):
 
     def update(self, event):
         """Records one event (any thread; returns at once) and schedules a throttled redraw."""
-        if not self.history.add(event):
-            return
-        with self._cond:
-            if self._stopped:
-                return
-            self._dirty = True
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._draw_loop, name="nbdist-dashboard", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def _draw_loop(self):
-        while True:
-            with self._cond:
-                while not self._dirty and not self._stopped:
-                    self._cond.wait()
-                # Too soon after the last picture: let events pile up, then draw once.
-                while (
-                    not self._stopped
-                    and (wait_s := self._last_draw + self._min_interval_s - time.monotonic()) > 0
-                ):
-                    self._cond.wait(wait_s)
-                if self._stopped:
-                    return
-                self._dirty = False
-            self.flush()
+        if self.history.add(event):
+            self._redrawer.request()
 
     # -- drawing -------------------------------------------------------------------------------------
     def flush(self):
         """Redraws now from the calling thread (sets widget state only)."""
         with self._draw_lock:
             summary = self.history.summary()
-            state = "stopped" if self._stopped else "live"
+            state = "stopped" if self._redrawer.closed else "live"
             gs = summary["global_step"]
             headline = (
                 f"{self.title_text} — global step {'—' if gs is None else int(gs)}"
@@ -134,7 +105,9 @@ class Dashboard(_VBox):
             self.png = charts.figure_png(fig)
             self.image.value = self.png
             if state == "live":
-                note = f"redrawn as metrics arrive, at most {1 / self._min_interval_s:g} times a second"
+                note = (
+                    f"redrawn as metrics arrive, at most {1 / self._redrawer.min_interval_s:g} times a second"
+                )
             else:
                 note = "the final picture, also kept in the saved notebook"
             self.status.value = (
@@ -142,7 +115,6 @@ class Dashboard(_VBox):
                 f"<small>— {note}</small>"
             )
             self.table.value = _table(summary)
-            self._last_draw = time.monotonic()
             self.redraws += 1
 
     def stop(self):
@@ -151,11 +123,7 @@ class Dashboard(_VBox):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5.0)
+        self._redrawer.close()
         self.flush()
         self.snapshot()
 

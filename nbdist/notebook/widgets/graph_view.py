@@ -135,7 +135,8 @@ def show_graph(source, fetch=None, collapse=None, expanded=(), title=None):
         source: a `tf.Graph`, `tf.Session` or Tensor/Operation (their graph: the *requested*
             devices), a traced `tf.RunMetadata` (the *placed & partitioned* graph of that
             step, ``_Send``/``_Recv`` pairs as red edges labelled tensor, dtype/shape, bytes),
-            or a GraphDef dict.
+            a ``trace`` event (a step a ``%%dtf_worker`` task traced, `tf.report_trace`), or a
+            GraphDef dict.
         fetch: a Tensor, Operation or name: show only the subgraph it needs.
         collapse: draw each name scope as one node per task (None: when over
             `render.COLLAPSE_ABOVE` ops). The widget has a control to expand scopes.

@@ -70,9 +70,9 @@ def show_placement(source):
     """Shows, per task, its ops by type, its variables and their bytes, and bytes sent/received.
 
     Args:
-        source: a traced `tf.RunMetadata` (what the master placed; bytes measured in that
-            step), or a `tf.Graph`/`tf.Session`/GraphDef (requested devices; bytes estimated
-            from static shapes).
+        source: a traced `tf.RunMetadata` or a ``trace`` event (what the master placed; bytes
+            measured in that step), or a `tf.Graph`/`tf.Session`/GraphDef (requested
+            devices; bytes estimated from static shapes).
 
     Returns:
         A `PlacementView` widget (a `StaticView` when ipywidgets is not installed).

@@ -1,0 +1,67 @@
+"""`Redrawer`: draws a widget's picture on its own thread, at most so many times a second.
+
+Events may arrive on any thread and far faster than matplotlib draws; `request` only marks
+the picture out of date and returns at once. One daemon thread (started on the first
+request) calls ``draw()`` when the picture is out of date and the last draw is at least
+``1 / max_per_s`` ago, so a burst of requests makes one draw. ``draw`` should only set
+widget state (docs/testing-notebooks.md).
+"""
+
+import threading
+import time
+
+
+class Redrawer:
+    """Calls `draw` from one background thread, throttled, after `request()`.
+
+    Args:
+        draw: a callable with no arguments (runs on the redrawer's thread).
+        max_per_s: at most this many draws a second.
+        name: the thread's name.
+    """
+
+    def __init__(self, draw, max_per_s, name="nbdist-redraw"):
+        self._draw = draw
+        self.min_interval_s = 1.0 / max_per_s
+        self._name = name
+        self._cond = threading.Condition()
+        self._dirty = False
+        self.closed = False
+        self._last_draw = 0.0
+        self._thread = None
+
+    def request(self):
+        """Marks the picture out of date (any thread; returns at once). Ignored once closed."""
+        with self._cond:
+            if self.closed:
+                return
+            self._dirty = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def close(self, timeout_s=5.0):
+        """Stops the thread (waiting up to `timeout_s` for a draw in progress); idempotent."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while not self._dirty and not self.closed:
+                    self._cond.wait()
+                # Too soon after the last picture: let requests pile up, then draw once.
+                while (
+                    not self.closed
+                    and (wait_s := self._last_draw + self.min_interval_s - time.monotonic()) > 0
+                ):
+                    self._cond.wait(wait_s)
+                if self.closed:
+                    return
+                self._dirty = False
+            self._draw()
+            self._last_draw = time.monotonic()
