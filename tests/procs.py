@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -177,3 +178,73 @@ def run_worker_scripts(script, procs, args, timeout_s=180):
                 w.kill()
                 w.communicate()
     return results
+
+
+class LoggedProcs:
+    """Client processes (Python scripts), each with its stdout and stderr in one log file
+    under `log_dir`; every one still running is killed by PID at `stop()`."""
+
+    def __init__(self, log_dir):
+        self.log_dir = Path(log_dir)
+        self.procs = {}
+
+    def start(self, name, script, *args):
+        """Starts `script` with `args`; its environment is this process's at this moment (the key)."""
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        out = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
+        self.procs[name] = (proc, out)
+        return proc
+
+    def text(self, name):
+        return (self.log_dir / f"{name}.log").read_text()
+
+    def steps(self, name):
+        """The global steps a `train_scripts/fault_worker.py` client printed, in order."""
+        return [int(s) for s in re.findall(r"^step (\d+)$", self.text(name), re.M)]
+
+    def wait_for(self, name, pattern, timeout_s):
+        """Waits until the process's output matches `pattern` (also after it exited); returns the match."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            m = re.search(pattern, self.text(name), re.M)
+            if m:
+                return m
+            if time.monotonic() > deadline or self.procs[name][0].poll() is not None:
+                m = re.search(pattern, self.text(name), re.M)
+                if m:
+                    return m
+                raise AssertionError(
+                    f"{name}: no {pattern!r} in its output within {timeout_s} s:\n{self.text(name)[-3000:]}"
+                )
+            time.sleep(0.01)
+
+    def wait_steps(self, name, count, timeout_s):
+        """Waits until `name` printed at least `count` steps; returns them."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.steps(name)) < count:
+            if time.monotonic() > deadline or self.procs[name][0].poll() is not None:
+                raise AssertionError(
+                    f"{name}: fewer than {count} steps within {timeout_s} s:\n{self.text(name)[-3000:]}"
+                )
+            time.sleep(0.02)
+        return self.steps(name)
+
+    def wait_exit(self, name, timeout_s):
+        proc = self.procs[name][0]
+        try:
+            return proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"{name} (pid {proc.pid}) still running after {timeout_s} s:\n{self.text(name)[-3000:]}"
+            ) from None
+
+    def stop(self):
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc, out in self.procs.values():
+            proc.wait(10)
+            out.close()

@@ -9,6 +9,7 @@
 """
 
 import os
+import queue
 import re
 import signal
 import sys
@@ -293,3 +294,45 @@ def test_kernel_interrupt_interrupts_every_task_and_keeps_the_cluster(kernel):
     assert status == "ok", out
     assert "[worker:0] still here False" in out
     assert "[worker:1] still here False" in out
+
+
+SYNC_TRAINING_CELL = """%%dtf_worker
+import numpy as np
+with tf.device(tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
+    step = tf.train.get_or_create_global_step()
+    x = tf.placeholder(tf.float64, [None, 4])
+    w = tf.get_variable("w", [4], tf.float64, initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.reduce_sum(x * w, axis=1) - 1.0))
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), replicas_to_aggregate=2)
+    train = opt.minimize(loss, global_step=step)
+hooks = [opt.make_session_run_hook(task_index == 0)]
+with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task_index == 0, hooks=hooks) as sess:
+    for i in range(100000):
+        sess.run(train, {x: np.ones((8, 4))})
+        if i == 5:
+            print("training", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_killed_during_a_sync_training_step_leaves_no_process(kernel):
+    status, out = kernel.run(
+        "%load_ext nbdist\n%dtf_cluster ps=1 worker=2\nimport os\nprint(os.getpid(), *dtf.pids.values())"
+    )
+    assert status == "ok", out
+    kernel_pid, *server_pids = (int(p) for p in out.split()[-4:])
+    kernel.kc.execute(SYNC_TRAINING_CELL)
+    deadline = time.monotonic() + 60
+    seen = ""
+    while seen.count("training") < 2:  # both workers are inside synchronous steps
+        assert time.monotonic() < deadline, f"no training output within 60 s: {seen!r}"
+        try:
+            msg = kernel.kc.get_iopub_msg(timeout=1)
+        except queue.Empty:  # keep waiting, within the bound
+            continue
+        if msg["msg_type"] == "stream":
+            seen += msg["content"]["text"]
+        elif msg["msg_type"] == "error":
+            raise AssertionError(msg["content"])
+    os.kill(kernel_pid, signal.SIGKILL)
+    assert wait_gone(server_pids, 5.0), [p for p in server_pids if alive(p)]

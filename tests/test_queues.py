@@ -422,3 +422,5 @@ def test_a_remote_deadline_names_the_queue_on_its_task(cluster, graph):
     with tf.Session(cluster.target("worker", 0)) as sess, pytest.raises(tf.errors.DeadlineExceededError) as e:
         sess.run(q.dequeue(), options=tf.RunOptions(timeout_in_ms=300))
     assert "FIFOQueue 'q3' on /job:ps/replica:0/task:0" in e.value.message
+    with tf.Session(cluster.target("worker", 0)) as again:  # the server stays healthy
+        assert again.run(q.size()) == 0

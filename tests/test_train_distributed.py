@@ -177,7 +177,10 @@ def test_plain_session_gets_unavailable_and_restore_brings_training_back(procs, 
         ps = procs.procs["ps"][0]
         ps.send_signal(signal.SIGKILL)
         assert wait_gone([ps.pid], 10)
-        with pytest.raises((tf.errors.UnavailableError, tf.errors.AbortedError)):
+        with pytest.raises(
+            (tf.errors.UnavailableError, tf.errors.AbortedError),
+            match=rf"/job:ps/replica:0/task:0 at {cluster['ps'][0]} is unavailable",
+        ):
             sess.run(train)
         procs.start("ps2", json.dumps(cluster), "ps", "0")
         procs.wait_for("ps2", "ps ready", 30)

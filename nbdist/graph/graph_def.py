@@ -12,11 +12,19 @@ and a shape ``{"shape": [None, 3]}`` (``{"shape": None}`` for unknown rank).
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Graph, Operation
 from nbdist.graph.tensor_shape import TensorShape
 
 GRAPH_DEF_VERSION = 1
+
+
+class MalformedGraphDefError(errors.InvalidArgumentError, ValueError):
+    """A GraphDef that cannot be decoded: TF's InvalidArgumentError, also a ValueError."""
+
+    def __init__(self, message):
+        super().__init__(None, None, message)
 
 
 class NodeDef:
@@ -60,6 +68,19 @@ class NodeDef:
 
     @classmethod
     def from_dict(cls, d):
+        if not isinstance(d, dict):
+            raise MalformedGraphDefError(f"malformed NodeDef: a map is needed, got {type(d).__name__}")
+        fields = {"name": d.get("name"), "op": d.get("op"), "device": d.get("device", "")}
+        for field, value in fields.items():
+            if not isinstance(value, str):
+                raise MalformedGraphDefError(
+                    f"malformed NodeDef {d.get('name')!r}: {field} must be a string, got {value!r}"
+                )
+        inputs = d.get("input", ())
+        if not isinstance(inputs, (list, tuple)) or not all(isinstance(i, str) for i in inputs):
+            raise MalformedGraphDefError(
+                f"malformed NodeDef {d['name']!r}: input must be a list of strings, got {inputs!r}"
+            )
         try:
             return cls(
                 d["name"],
@@ -70,7 +91,7 @@ class NodeDef:
                 [(_dtypes.as_dtype(dt), TensorShape(sh)) for dt, sh in d.get("output", ())],
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"malformed NodeDef {d.get('name', '?')!r}: {e}") from None
+            raise MalformedGraphDefError(f"malformed NodeDef {d.get('name', '?')!r}: {e}") from None
 
     def __repr__(self):
         return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
@@ -131,10 +152,15 @@ def graph_to_graph_def(graph, from_version=0):
 def nodes_from_graph_def(graph_def):
     """The `NodeDef`s of a GraphDef dict, decoded and checked for duplicates."""
     nodes, seen = [], set()
-    for d in graph_def.get("node", []):
+    node_list = graph_def.get("node", []) if isinstance(graph_def, dict) else None
+    if not isinstance(node_list, list):
+        raise MalformedGraphDefError(
+            f"malformed GraphDef: a map with a 'node' list is needed, got {graph_def!r:.80}"
+        )
+    for d in node_list:
         node = NodeDef.from_dict(d)
         if node.name in seen:
-            raise ValueError(f"GraphDef has two nodes named {node.name!r}")
+            raise MalformedGraphDefError(f"GraphDef has two nodes named {node.name!r}")
         seen.add(node.name)
         nodes.append(node)
     return nodes

@@ -369,7 +369,7 @@ class LocalCluster:
                 "heartbeat_age_s": time.monotonic() - seen[0] if seen else None,
             }
             if task is not None and not task.alive:
-                row["error"] = f"process exited with code {task.proc.returncode}"
+                row["error"] = _exit_text(task.proc.returncode)
             elif task is None and is_local_host(parse_address(address)[0]):
                 row["error"] = "stopped" if self._was_started else "not started"
             rows.append(row)
@@ -427,6 +427,15 @@ class LocalCluster:
         if widget is not None:
             bundle.update((k, v) for k, v in (widget._repr_mimebundle_() or {}).items() if k != "text/plain")
         return bundle
+
+
+def _exit_text(returncode):
+    """``process exited with code -9 (killed by SIGKILL)``: what the status says of a dead task."""
+    text = f"process exited with code {returncode}"
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            text += f" (killed by {signal.Signals(-returncode).name})"
+    return text
 
 
 def _in_kernel():

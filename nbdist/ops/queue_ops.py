@@ -33,6 +33,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.random_ops import get_seed
+from nbdist.ops.resources import Feeders
 
 __all__ = ["FIFOQueue", "QueueBase", "RandomShuffleQueue"]
 
@@ -54,6 +55,7 @@ class QueueResource:
         self.dequeuers = collections.deque()  # waiting dequeues, first come first served: (ctx, node name)
         self.closed = False
         self.lock = threading.Lock()
+        self.feeders = Feeders()  # the tasks whose steps enqueued here
 
     def kind_name(self):
         return "RandomShuffleQueue" if self.shuffle else "FIFOQueue"
@@ -69,6 +71,13 @@ class QueueResource:
         if self.closed:
             state["closed"] = True
         return state
+
+    def starved(self, ctx, node):
+        """For a waiting dequeue: `AbortedError` when every task that enqueued here is lost."""
+        if not node.op.startswith("QueueDequeue"):
+            return None
+        with self.lock:
+            return self.feeders.all_lost(node, self.describe(), ctx.resources.lost_tasks)
 
     # -- what blocking ops wait for (None: ready) -----------------------------------------------
     def room_for(self, n):
@@ -207,6 +216,7 @@ def _enqueue_ready(ctx, node, queue, *components):
 def _enqueue_kernel(ctx, node, queue, *components):
     with queue.lock:
         queue.put([tuple(np.asarray(c) for c in components)], node)
+        queue.feeders.add(ctx.master)
     _changed(ctx)
 
 
@@ -230,6 +240,7 @@ def _enqueue_many_kernel(ctx, node, queue, *components):
     n = _many(components, node)
     with queue.lock:
         queue.put([tuple(np.asarray(c[i]) for c in components) for i in range(n)], node)
+        queue.feeders.add(ctx.master)
     _changed(ctx)
 
 

@@ -19,6 +19,42 @@ from nbdist import errors
 ACTIVITY_KEPT = 4096  # records of watched resource ops a task keeps (the newest)
 
 
+class Feeders:
+    """The tasks that put elements into a resource (a queue): whose steps' masters fed it.
+
+    A consumer waiting on the resource can know that nobody is left to feed it: when every
+    feeder is among the manager's lost tasks (`ResourceManager.lost_tasks`), it fails at once
+    with `AbortedError` naming them instead of waiting for ever (a crashed sync chief, whose
+    queue runner was the only one to enqueue tokens).
+    """
+
+    __slots__ = ("tasks",)
+
+    def __init__(self):
+        self.tasks = set()
+
+    def add(self, task):
+        if task:  # a local session's steps have no master task
+            self.tasks.add(task)
+
+    def all_lost(self, node, what, lost):
+        """`AbortedError` naming the feeders if every one is in `lost` (task -> why), else None."""
+        if not self.tasks or not all(t in lost for t in self.tasks):
+            return None
+        names = ", ".join(sorted(self.tasks))
+        verb = "is" if len(self.tasks) == 1 else "are"
+        only = "the only task that" if len(self.tasks) == 1 else "the only tasks that"
+        tasks = sorted(self.tasks)
+        why = lost[tasks[0]] if len(tasks) == 1 else "; ".join(f"{t}: {lost[t]}" for t in tasks)
+        return errors.AbortedError(
+            node.name,
+            None,
+            f"{node.name} ({node.op}) waits on {what}, but {names} ({only} put elements into it) "
+            f"{verb} unavailable: {why}. Restart that task's training loop (the chief's, for a "
+            "SyncReplicasOptimizer token queue); a MonitoredTrainingSession then recovers",
+        )
+
+
 class VariableResource:
     """One variable's storage: its current value (None until initialized) and a lock."""
 
@@ -123,6 +159,19 @@ class ResourceManager:
         # What happened to watched resources (queues, accumulators), newest last, from every
         # step that ran here: a traced step's timeline shows who else touched them meanwhile.
         self.activity = collections.deque(maxlen=ACTIVITY_KEPT)
+        # Tasks this task's server has seen go away (task name -> why), until they come back:
+        # set by the worker service from its peer connections; read by waits (`Feeders`).
+        self.lost_tasks = {}
+
+    def task_lost(self, task, why):
+        """Notes that `task` is gone and wakes the waiting steps (they may now be starved)."""
+        with self.changed:
+            self.lost_tasks[task] = why
+            self.changed.notify_all()
+
+    def task_back(self, task):
+        with self.changed:
+            self.lost_tasks.pop(task, None)
 
     def record(self, kind, resource, node, start_s, end_s, step_id, result=None):
         """Logs one op on a watched resource (`time.perf_counter` times; cheap, never blocks).

@@ -42,6 +42,8 @@ class StepContext:
         deadline: `time.monotonic()` value after which waits give up (None: no bound).
         trace: a list to append ``(name, op, start_s, end_s)`` per op, or None.
         session: the id of the step's session (keys per-session resources: iterators).
+        master: the task whose master issued the step (``/job:worker/task:0``; "" in a local
+            session): resources note who feeds them (`nbdist.ops.resources.Feeders`).
     """
 
     __slots__ = (
@@ -53,12 +55,21 @@ class StepContext:
         "device",
         "cancelled",
         "session",
+        "master",
         "finished",
         "_claims",
     )
 
     def __init__(
-        self, resources, rendezvous=None, step_id=0, deadline=None, trace=None, device="", session=""
+        self,
+        resources,
+        rendezvous=None,
+        step_id=0,
+        deadline=None,
+        trace=None,
+        device="",
+        session="",
+        master="",
     ):
         self.resources = resources
         self.rendezvous = rendezvous
@@ -68,6 +79,7 @@ class StepContext:
         self.device = device
         self.cancelled = None  # the error that ended this step from outside (session closed)
         self.session = session
+        self.master = master
         self.finished = False  # set when the plan's run returned or raised (waits it left are void)
         self._claims = None  # node name -> (value, give_back)
 
@@ -120,6 +132,37 @@ class _Step:
         self.ready = ready  # None, or ready(ctx, node, *args) -> None (ready) | what it waits for
         self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
         self.watch = watch  # (argument position, kind name) of each watched resource it touches
+
+
+def _output_spec(by_name, tensor_name):
+    """``(DType, TensorShape)`` of output ``op:i`` of the nodes `by_name`."""
+    op, index = _split_input(tensor_name)
+    return by_name[op].output[index]
+
+
+def check_fed_value(name, dtype, shape, value):
+    """Checks a fed value that arrived over the wire (a client converts, so it must match exactly).
+
+    Raises:
+        InvalidArgumentError: `value` is not an array of `dtype` whose shape fits `shape`,
+            naming the tensor `name`.
+    """
+    if not isinstance(value, np.ndarray):
+        got = type(value).__name__
+    elif dtype.name == "string":
+        got = None if value.dtype == object else value.dtype.name
+    else:
+        got = None if value.dtype == dtype.np else value.dtype.name
+    if got is not None:
+        raise errors.InvalidArgumentError(
+            name.rpartition(":")[0], None, f"fed value for tensor {name!r} of dtype {dtype.name} is {got}"
+        )
+    if not shape.is_compatible_with(value.shape):
+        raise errors.InvalidArgumentError(
+            name.rpartition(":")[0],
+            None,
+            f"Cannot feed value of shape {value.shape} for tensor {name!r}, which has shape {shape}",
+        )
 
 
 def _split_input(name):
@@ -194,6 +237,7 @@ class ExecutionPlan:
             self._steps.append(step)
             index_of[node.name] = step.index
         self._n_slots = n_slots
+        self._feed_specs = [(f, *_output_spec(by_name, f)) for f in self.feeds]
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
         last_use = {}
@@ -207,6 +251,22 @@ class ExecutionPlan:
                 step.frees += (slot,)
         self.may_block = any(registry.lookup(n.op).blocking for n in order)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
+
+    def check_feeds(self, feed_values):
+        """Checks values received for this plan's feeds (one per feed, in order) against
+        each fed tensor's dtype and static shape.
+
+        Raises:
+            InvalidArgumentError: a missing or extra value, or one of another dtype or shape,
+                naming the tensor.
+        """
+        if not isinstance(feed_values, (list, tuple)) or len(feed_values) != len(self._feed_specs):
+            count = len(feed_values) if isinstance(feed_values, (list, tuple)) else repr(feed_values)
+            raise errors.InvalidArgumentError(
+                None, None, f"expected {len(self._feed_specs)} fed values ({self.feeds}), got {count}"
+            )
+        for (name, dtype, shape), value in zip(self._feed_specs, feed_values, strict=True):
+            check_fed_value(name, dtype, shape, value)
 
     def run(self, ctx, feed_values=()):
         """Executes the plan; returns the fetched values in order.
@@ -289,6 +349,19 @@ class ExecutionPlan:
         """None when `step` can run now, else a description of what it waits for."""
         return step.ready(ctx, step.node, *self._args(step, ctx, vals))
 
+    def _starved(self, ctx, waiting, vals):
+        """The error of a waiting op whose resource nobody can feed any more (its feeders' tasks
+        are lost: the resource's ``starved(ctx, node)``), or None."""
+        if not ctx.resources.lost_tasks:
+            return None
+        for step in waiting:
+            for arg in self._args(step, ctx, vals):
+                starved = getattr(arg, "starved", None)
+                error = starved(ctx, step.node) if starved is not None else None
+                if error is not None:
+                    return error
+        return None
+
     @staticmethod
     def _note_wait(step, waits):
         # A traced (or watched) op's span starts when the op first had to wait.
@@ -313,6 +386,9 @@ class ExecutionPlan:
                 reasons = [self._waits_for(s, ctx, vals) for s in waiting]
                 if any(r is None for r in reasons):
                     return
+                starved = self._starved(ctx, waiting, vals)
+                if starved is not None:
+                    raise starved
                 now = time.monotonic()
                 remaining = None if ctx.deadline is None else ctx.deadline - now
                 if remaining is not None and remaining <= 0:

@@ -28,7 +28,7 @@ from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer
-from nbdist.runtime.executor import prune_and_sort
+from nbdist.runtime.executor import check_fed_value, prune_and_sort
 from nbdist.runtime.partition import partition
 from nbdist.runtime.serving import DEFERRED, Rpc
 from nbdist.runtime.worker import LocalWorker, RemoteWorker
@@ -74,6 +74,27 @@ class _MasterSession:
             return dropped
 
 
+def _check_feeds(session, feeds):
+    """Checks a RunStep's feeds (``{tensor name: array}``) against the session's graph.
+
+    Raises:
+        InvalidArgumentError: not a map, an unknown tensor, or a value of another dtype or
+            shape, naming the tensor.
+    """
+    if not isinstance(feeds, dict):
+        raise errors.InvalidArgumentError(
+            None, None, f"RunStep feeds must be a map, got {type(feeds).__name__}"
+        )
+    for name, value in feeds.items():
+        op, _, index = name.rpartition(":") if isinstance(name, str) else ("", "", "")
+        node = session.by_name.get(op)
+        if node is None or not index.isdigit() or int(index) >= len(node.output):
+            raise errors.InvalidArgumentError(
+                op or None, None, f"fed tensor {name!r} is not in the session's graph"
+            )
+        check_fed_value(name, *node.output[int(index)], value)
+
+
 def _signature(session, msg):
     return (
         len(session.nodes),
@@ -107,6 +128,7 @@ class MasterService:
         self.job_name = job_name
         self.task_index = task_index
         self.task_device = Task(job_name, task_index).device
+        self.task_name = Task(job_name, task_index).name
         self.local_worker = local_worker
         self.key = key
         self.loop = None  # the server's ServingLoop, set when it starts
@@ -229,6 +251,7 @@ class MasterService:
         """Starts one step; the reply goes through `responder`. Runs on the I/O thread."""
         arrived_s = time.time()  # the RunStep span starts here, before any planning
         session = self._session(msg["handle"])
+        _check_feeds(session, msg.get("feeds", {}))
         plan = session.steps.get(_signature(session, msg))
         if plan is None:
             self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
@@ -244,7 +267,14 @@ class MasterService:
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
-        self.loop.post(lambda: _Step(self, plan, msg, responder, calls, True, arrived_s, session).start())
+
+        def start():
+            try:
+                _Step(self, plan, msg, responder, calls, True, arrived_s, session).start()
+            except Exception as e:  # noqa: BLE001 - a malformed request must still be answered
+                responder.fail(e)
+
+        self.loop.post(start)
 
     # -- planning (pool) --------------------------------------------------------------------------------
     def _plan(self, session, msg, calls):
@@ -324,6 +354,7 @@ class _Step:
                 "feeds": [self.feeds[f] for f in part.feeds],
                 "trace": self.trace,
                 "session": self.session.handle,
+                "master": m.task_name,  # whose step: a task that loses this master aborts it
             }
             if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)

@@ -118,9 +118,12 @@ class RemoteBackend:
         self._version = 0
         self._lock = threading.Lock()
         self._workers = {}  # task device -> address, of every task but the master's
+        self._master_name = "the master"  # named by its task once the master told the cluster
 
     def _channel(self):
-        return transport.channel_to(self.address, "the master", self._key)
+        channel = transport.channel_to(self.address, self._master_name, self._key)
+        channel.name = self._master_name  # a lost master is reported by its task, not only its address
+        return channel
 
     def _timeout_s(self, options):
         ms = (
@@ -144,6 +147,9 @@ class RemoteBackend:
                 for job, i, address in cluster.iter_tasks()
                 if address != self.address
             }
+            own = [Task(job, i).name for job, i, address in cluster.iter_tasks() if address == self.address]
+            if own:
+                self._master_name = f"the master {own[0]}"
         elif version > self._version:
             self._channel().call(
                 "ExtendSession",

@@ -346,6 +346,7 @@ class PeerChannels:
         self._key = key
         self._channels = {}  # address -> Channel
         self._inflight = {}  # (address, request id) -> (on_reply, on_error)
+        self._watchers = {}  # address -> [(on_lost(why), on_back())]
 
     def channel(self, address, name):
         """The channel to `address` (made and watched on first use)."""
@@ -355,6 +356,13 @@ class PeerChannels:
             self._loop.watch(channel.socket, lambda: self._on_reply(address, channel))
             self._loop.watch(channel.monitor, lambda: self._on_connection_event(address, channel))
         return channel
+
+    def watch(self, address, name, on_lost, on_back):
+        """Calls ``on_lost(why)`` whenever the connection to the peer at `address` is lost (it
+        dropped, or a peer reached before refuses connections), ``on_back()`` when it is made
+        again. Heartbeats make a silent peer count as lost too."""
+        self._watchers.setdefault(address, []).append((on_lost, on_back))
+        self.channel(address, name)
 
     def request(self, address, name, msg_type, body, on_reply, on_error):
         """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
@@ -404,7 +412,11 @@ class PeerChannels:
                 on_reply(msg)
 
     def _on_connection_event(self, address, channel):
+        was_connected = channel.connected
         channel.poll_events()
+        if channel.connected and not was_connected:
+            for _, on_back in self._watchers.get(address, ()):
+                on_back()
         if not channel.connected and channel.disconnected_at is not None:
             self._fail(address, channel.unavailable(0.0, transport.LOST))
         elif channel.refused_since is not None:
@@ -419,7 +431,7 @@ class PeerChannels:
             channel.poll_events()
             error = channel.refused(since)
             if error is not None:
-                self._fail(address, error)
+                self._fail(address, error, lost_since=since)
 
     def _check_connected(self, address, since):
         channel = self._channels.get(address)
@@ -429,11 +441,17 @@ class PeerChannels:
         if not channel.connected:
             self._fail(address, channel.unavailable(time.monotonic() - since, "no connection"))
 
-    def _fail(self, address, error):
+    def _fail(self, address, error, lost_since=None):
+        """Fails the requests `address` owes; tells its watchers it is lost."""
         for key in [k for k in self._inflight if k[0] == address]:
             callbacks = self._inflight.pop(key, None)
             if callbacks is not None:
                 callbacks[1](error)
+        channel = self._channels.get(address)
+        if channel is not None and not channel.connected:
+            why = transport.LOST if lost_since is None else "connection refused (its server is gone)"
+            for on_lost, _ in self._watchers.get(address, ()):
+                on_lost(why)
 
 
 def _noop():

@@ -29,6 +29,7 @@ import threading
 import time
 
 from nbdist import errors
+from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime import transport
@@ -55,6 +56,8 @@ class WorkerService:
         self.task_device = task_device
         self.resources = ResourceManager(task_device + "/device:CPU:0")
         self.rendezvous = Rendezvous(task_device, address_of, key, cond=self.resources.changed)
+        self._address_of = address_of
+        self._watched_masters = set()  # tasks whose connection the I/O thread watches (I/O thread)
         self._plans = {}  # handle -> (ExecutionPlan, partition GraphDef)
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
@@ -102,8 +105,12 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, session=""):
+    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, session="", master=""):
         """Runs a registered partition for `step_id`; returns ``(fetch values, trace dict)``.
+
+        `master` is the task whose master issued the step (``/job:worker/task:0``): a step
+        of a master this task then loses is aborted (`master_lost`), and resources note
+        whose steps feed them.
 
         Raises:
             FailedPreconditionError: unknown handle (e.g. this task restarted).
@@ -117,6 +124,7 @@ class WorkerService:
                 f"graph handle {handle!r} is not registered on {self.task_device} "
                 "(the task restarted?); create a new tf.Session so its partitions are registered again",
             )
+        plan.check_feeds(feed_values)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ops = [] if trace else None
         began = time.perf_counter()
@@ -128,6 +136,7 @@ class WorkerService:
             ops,
             self.task_device + "/device:CPU:0",
             session,
+            master if isinstance(master, str) else "",
         )
         if self.delay_s:
             time.sleep(
@@ -163,6 +172,35 @@ class WorkerService:
             running = list(self._running)
         for ctx in running:
             ctx.cancel(errors.CancelledError(None, None, message))
+
+    # -- lost masters ------------------------------------------------------------------------------
+    def watch_master(self, master):
+        """Watches the connection to the task of `master` (I/O thread), so that losing it is
+        known here: its steps in flight are aborted and its resources' consumers stop waiting."""
+        if master in self._watched_masters:
+            return
+        self._watched_masters.add(master)
+        try:
+            task = Task.parse(master)
+            address = self._address_of(task.device)
+        except (ValueError, KeyError):
+            return  # not a task of this cluster: nothing to watch
+        if task.device == self.task_device:
+            return
+        self.loop.peers.watch(
+            address,
+            master,
+            lambda why: self.master_lost(master, why),
+            lambda: self.resources.task_back(master),
+        )
+
+    def master_lost(self, master, why):
+        """`master`'s task is gone: abort the steps it issued here; wake the waits it fed."""
+        self.resources.task_lost(master, why)
+        with self._lock:
+            running = [ctx for ctx in self._running if ctx.master == master]
+        for ctx in running:
+            ctx.cancel(errors.AbortedError(None, None, f"the step's master {master} is unavailable: {why}"))
 
     # -- status --------------------------------------------------------------------------------------
     def status(self):
@@ -218,6 +256,9 @@ class WorkerService:
         return "DeregisterGraphResponse", {}
 
     def _rpc_run_graph(self, msg, responder):
+        master = msg.get("master", "")
+        if master and isinstance(master, str) and master not in self._watched_masters:
+            self.loop.post(lambda: self.watch_master(master))
         values, stats = self.run_graph(
             msg["handle"],
             msg["step_id"],
@@ -225,6 +266,7 @@ class WorkerService:
             msg.get("timeout_s"),
             msg.get("trace", False),
             msg.get("session", ""),
+            master,
         )
         client = msg.get("deliver_to")
         nbytes = sum(getattr(v, "nbytes", 0) for v in values)
@@ -291,6 +333,7 @@ class LocalWorker:
             body["timeout_s"],
             body["trace"],
             body["session"],
+            body.get("master", ""),
         )
         service, loop = self.service, self._loop
         if service.runs_quickly(args[0]):

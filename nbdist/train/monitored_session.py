@@ -259,16 +259,20 @@ class _RecoverableSession:
         return self._sess is None or self._sess.should_stop()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        fresh = False  # a session created by this call: failing again at once is not progress
         while True:
             try:
                 if self._sess is None:
                     self._sess = self._create_session()
                     self.recoveries += 1
+                    fresh = True
                     _log.info("Recovered: a new session was created (recovery %d).", self.recoveries)
                 return self._sess.run(
                     fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata
                 )
             except _PREEMPTION_ERRORS as e:
+                if fresh:  # the cause is still there (a peer that is still down): do not spin
+                    time.sleep(_RETRY_S)
                 _log.info(
                     "An error was raised. This may be due to a preemption in a connected worker or "
                     "parameter server. The current session will be closed and a new session will be "

@@ -1,0 +1,166 @@
+"""Faults during training, with real processes: a `LocalCluster` owns the servers, and each
+worker's training loop is its own client process (`train_scripts/fault_worker.py`).
+
+- async (ps=1 worker=2): kill -9 the non-chief worker; the chief keeps training; the dead
+  worker's client and the cluster's status name the task; the task restarts and a new
+  loop on it rejoins training.
+- sync (ps=1 worker=3, 2 replicas to aggregate: one backup): the same, and the chief carries
+  on with the two replicas left.
+
+Every wait is bounded; processes are killed by PID (`LoggedProcs.stop`, `LocalCluster.stop`).
+"""
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import nbdist as tf
+from procs import LoggedProcs, ServerProcs, cluster_dict
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = Path(__file__).parent / "train_scripts" / "fault_worker.py"
+BOUND_S = 60  # generous for a loaded 2-core machine: catches a hang, not a slow step
+
+
+@pytest.fixture
+def clients(tmp_path):
+    c = LoggedProcs(tmp_path)
+    yield c
+    c.stop()
+
+
+def _stop_args(mode, task_index, stop_file):
+    """Async workers each stop at the stop file. Synchronous ones stop when the chief does (it
+    closes the token queue): a non-chief stopping first could leave the chief one replica short
+    (the sync06 branch makes a stopping worker hand its token back)."""
+    return ["--stop_file", stop_file] if mode == "async" or task_index == 0 else []
+
+
+def _start_workers(clients, cluster, mode, stop_file, *extra):
+    spec = cluster.cluster_spec.to_json()
+    for i in range(cluster.cluster_spec.num_tasks("worker")):
+        clients.start(
+            f"w{i}", SCRIPT, spec, i, mode, *_stop_args(mode, i, stop_file), "--step_sleep_s", 0.01, *extra
+        )
+
+
+def _kill_and_rejoin(cluster, clients, mode, victim, stop_file, *extra):
+    """Kills worker `victim`'s task; checks the report, the chief's progress and the rejoin."""
+    address = cluster.cluster_spec.task_address("worker", victim)
+    name = f"w{victim}"
+    clients.wait_steps(name, 10, BOUND_S)
+    cluster.kill("worker", victim)
+    # The dead task's client says which task died (its own master, here).
+    error = clients.wait_for(name, r"(?:error |Error: ).*unavailable.*", BOUND_S).group(0)
+    assert f"/job:worker/task:{victim} at {address} is unavailable" in error, error
+    (row,) = [r for r in cluster.status() if (r["job"], r["index"]) == ("worker", victim)]
+    assert not row["alive"]
+    assert row["error"] == "process exited with code -9 (killed by SIGKILL)"
+    # The chief keeps training without it.
+    before = len(clients.steps("w0"))
+    clients.wait_steps("w0", before + 20, BOUND_S)
+    # Restart the task and start that worker's loop again: it rejoins.
+    clients.procs[name][0].kill()
+    cluster.restart_task("worker", victim)
+    spec = cluster.cluster_spec.to_json()
+    clients.start(f"{name}b", SCRIPT, spec, victim, mode, "--local_steps", 15, *extra)
+    assert clients.wait_exit(f"{name}b", BOUND_S) == 0, clients.text(f"{name}b")[-3000:]
+    assert "done 15" in clients.text(f"{name}b")
+    rejoined = clients.steps(f"{name}b")
+    assert rejoined[0] > clients.steps(name)[-1]  # it continued the shared model, not a new one
+    stop_file.touch()
+    for i in range(cluster.cluster_spec.num_tasks("worker")):
+        if i != victim:
+            assert clients.wait_exit(f"w{i}", BOUND_S) == 0, clients.text(f"w{i}")[-3000:]
+    return rejoined
+
+
+def test_async_training_survives_a_killed_worker_that_rejoins(clients, tmp_path):
+    stop_file = tmp_path / "stop"
+    with tf.LocalCluster(ps=1, worker=2) as cluster:
+        _start_workers(clients, cluster, "async", stop_file)
+        _kill_and_rejoin(cluster, clients, "async", 1, stop_file)
+        assert "done" in clients.text("w0")
+
+
+def test_sync_training_with_a_backup_survives_a_killed_worker_that_rejoins(clients, tmp_path):
+    stop_file = tmp_path / "stop"
+    with tf.LocalCluster(ps=1, worker=3) as cluster:
+        _start_workers(clients, cluster, "sync", stop_file, "--replicas", 2)
+        rejoined = _kill_and_rejoin(cluster, clients, "sync", 2, stop_file, "--replicas", 2)
+        # The synchronous steps went on with two replicas, and the rejoined one took part.
+        assert len(rejoined) == 15
+        steps = clients.steps("w0")
+        assert steps == sorted(steps) and len(set(steps)) > 40
+        assert not re.search(r"Traceback", clients.text("w0"))
+
+
+def test_a_dequeue_whose_only_feeder_died_fails_naming_it():
+    """The resource mechanism under the sync chief's case: a queue knows which tasks' steps
+    enqueued into it; a dequeue waiting on it fails with AbortedError once all of them are lost."""
+    servers = ServerProcs(cluster_dict(ps=1, worker=2))
+    try:
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(10, tf.int32, shapes=(), shared_name="tokens", name="tokens")
+            enqueue, dequeue = q.enqueue(7), q.dequeue()
+        with tf.Session(servers.target("worker", 0), graph=graph) as feeder:
+            feeder.run(enqueue)  # worker 0's master fed the queue, once
+        consumer = tf.Session(servers.target("worker", 1), graph=graph)
+        assert consumer.run(dequeue) == 7
+        box = {}
+
+        def wait_for_more():
+            try:
+                consumer.run(dequeue)
+            except tf.errors.OpError as e:
+                box["error"] = e
+
+        waiter = threading.Thread(target=wait_for_more)
+        waiter.start()
+        time.sleep(0.5)
+        assert waiter.is_alive()  # the feeder lives: waiting is right
+        servers.kill("worker", 0)
+        waiter.join(BOUND_S)
+        assert not waiter.is_alive()
+        error = box["error"]
+        assert isinstance(error, tf.errors.AbortedError), error
+        assert re.search(
+            r"waits on FIFOQueue 'tokens' on /job:ps/replica:0/task:0.*, but /job:worker/task:0 \(the only "
+            r"task that put elements into it\) is unavailable: the connection was lost",
+            error.message,
+        ), error.message
+        consumer.close()
+        with tf.Session(servers.target("worker", 1), graph=graph) as again:  # the ps stays healthy
+            assert again.run(q.size()) == 0
+    finally:
+        servers.stop()
+
+
+def test_killing_the_sync_chief_tells_every_other_worker_and_they_recover_with_it(clients, tmp_path):
+    stop_file = tmp_path / "stop"
+    with tf.LocalCluster(ps=1, worker=3) as cluster:
+        _start_workers(clients, cluster, "sync", stop_file, "--replicas", 2)
+        for i in range(3):
+            clients.wait_steps(f"w{i}", 10, BOUND_S)
+        cluster.kill("worker", 0)
+        for i in (1, 2):  # a clear error naming the chief, not a hang
+            clients.wait_for(
+                f"w{i}", r"Error: .*/job:worker/task:0 \(the only task that put elements into it\)", BOUND_S
+            )
+        # Their monitored sessions keep recovering until the chief is back; then all train on.
+        clients.procs["w0"][0].kill()
+        cluster.restart_task("worker", 0)
+        spec = cluster.cluster_spec.to_json()
+        clients.start("w0b", SCRIPT, spec, 0, "sync", "--replicas", 2, "--stop_file", stop_file)
+        before = {i: len(clients.steps(f"w{i}")) for i in (1, 2)}
+        clients.wait_steps("w0b", 10, BOUND_S)
+        for i in (1, 2):
+            clients.wait_steps(f"w{i}", before[i] + 3, BOUND_S)
+        stop_file.touch()
+        for name in ("w0b", "w1", "w2"):
+            assert clients.wait_exit(name, BOUND_S) == 0, clients.text(name)[-3000:]
