@@ -289,6 +289,21 @@ def _close_kernel(ctx, node, acc):
     ctx.resources.notify()
 
 
+def _create_accumulator(op_type, dtype, shape, shared_name, name, reduction_type):
+    """The creator op of a (sparse) conditional accumulator: ``(dtype, its handle tensor)``."""
+    if reduction_type not in ("MEAN", "SUM"):
+        raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got {reduction_type!r}")
+    dtype = _dtypes.as_dtype(dtype)
+    attrs = {
+        "dtype": dtype,
+        "shape": TensorShape(shape),
+        "reduction_type": reduction_type,
+        "container": get_default_graph().current_container(),
+        "shared_name": shared_name or "",
+    }
+    return dtype, registry.make_op(op_type, [], attrs, name=name).outputs[0]
+
+
 class ConditionalAccumulatorBase:
     """`tf.ConditionalAccumulatorBase`: the accumulator's ops, colocated with it."""
 
@@ -343,17 +358,9 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
     def __init__(
         self, dtype, shape=None, shared_name=None, name="conditional_accumulator", reduction_type="MEAN"
     ):
-        if reduction_type not in ("MEAN", "SUM"):
-            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got {reduction_type!r}")
-        dtype = _dtypes.as_dtype(dtype)
-        attrs = {
-            "dtype": dtype,
-            "shape": TensorShape(shape),
-            "reduction_type": reduction_type,
-            "container": get_default_graph().current_container(),
-            "shared_name": shared_name or "",
-        }
-        ref = registry.make_op("ConditionalAccumulator", [], attrs, name=name).outputs[0]
+        dtype, ref = _create_accumulator(
+            "ConditionalAccumulator", dtype, shape, shared_name, name, reduction_type
+        )
         super().__init__(dtype, shape, ref)
 
     def apply_grad(self, grad, local_step=0, name=None):
@@ -400,17 +407,9 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         name="sparse_conditional_accumulator",
         reduction_type="MEAN",
     ):
-        if reduction_type not in ("MEAN", "SUM"):
-            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got {reduction_type!r}")
-        dtype = _dtypes.as_dtype(dtype)
-        attrs = {
-            "dtype": dtype,
-            "shape": TensorShape(shape),
-            "reduction_type": reduction_type,
-            "container": get_default_graph().current_container(),
-            "shared_name": shared_name or "",
-        }
-        ref = registry.make_op("SparseConditionalAccumulator", [], attrs, name=name).outputs[0]
+        dtype, ref = _create_accumulator(
+            "SparseConditionalAccumulator", dtype, shape, shared_name, name, reduction_type
+        )
         super().__init__(dtype, shape, ref)
 
     def apply_indexed_slices_grad(self, grad, local_step=0, name=None):
