@@ -63,6 +63,9 @@ class _FetchInbox:
         self.run_ids = itertools.count(1)
 
     def connect(self, addresses, key):
+        addresses = list(addresses)
+        if any(a not in self.channels for a in addresses):
+            transport.evict_gone(self.channels, keep=addresses)
         for address in addresses:
             if address not in self.channels:
                 self.channels[address] = transport.Channel(address, address, key, identity=self.identity)

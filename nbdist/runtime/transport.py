@@ -40,6 +40,16 @@ def context():
 # A peer never reached may simply not have started yet (TF programs start in any order).
 REFUSED_GRACE_S = float(os.environ.get("NBDIST_REFUSED_GRACE_S", "0.5"))
 _reached = set()  # addresses this process has been connected to
+# A thread's cached channel whose peer has been gone this long (or never answered for
+# NEVER_CONNECTED_S) is evicted when the thread opens another channel: a long-lived process (a
+# notebook kernel, a test run) that starts and stops many clusters keeps sockets only for live
+# peers. An evicted channel that a caller still holds closes when the caller lets it go.
+GONE_S = 1.0
+NEVER_CONNECTED_S = 60.0
+# Reconnection attempts to a peer that is down back off up to this interval (ZeroMQ retries every
+# 100 ms otherwise, forever): a restarted peer is found again within it.
+RECONNECT_IVL_MAX_MS = 1000
+_monitor_ids = itertools.count(1)
 LOST = (
     f"the connection was lost (its process exited, or stopped answering heartbeats for "
     f"{HEARTBEAT_TIMEOUT_S:g} s)"
@@ -88,8 +98,9 @@ class Channel:
             self.socket.setsockopt(zmq.ROUTING_ID, identity)
         self.socket.setsockopt(zmq.IPV6, 1)
         set_heartbeats(self.socket)
-        self.monitor = self.socket.get_monitor_socket(
-            zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+        self.socket.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        self.monitor = _monitor(
+            self.socket, zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
         )
         self.connected = False
         self.disconnected_at = None
@@ -110,6 +121,15 @@ class Channel:
             self.close()
         except Exception:  # noqa: BLE001, S110 - never raise from a finalizer
             pass
+
+    def gone(self, now):
+        """True when the peer has been unreachable long enough to let this channel go."""
+        self.poll_events()
+        if self.connected:
+            return False
+        if self.disconnected_at is not None:
+            return now - self.disconnected_at > GONE_S
+        return now - self.created_at > NEVER_CONNECTED_S
 
     def poll_events(self):
         """Drains connection events; updates `connected`."""
@@ -199,6 +219,33 @@ class Channel:
         return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}")
 
 
+def _monitor(socket, events):
+    """A PAIR socket receiving `socket`'s connection `events`.
+
+    Not pyzmq's `get_monitor_socket`: libzmq's monitor blocks on a full event pipe while holding
+    the socket's monitor lock, inside the context's I/O thread - so a channel to a dead peer that
+    nobody polls (2,000 reconnection events later) would freeze every socket of the process. Here
+    the pipe has no high-water mark (RCVHWM 0 on the receiving end; events are few, the reconnect
+    interval backs off, and gone channels are evicted) and the endpoint name is unique (pyzmq's is
+    derived from a file descriptor number, which the OS reuses).
+    """
+    address = f"inproc://nbdist-monitor-{os.getpid()}-{next(_monitor_ids)}"
+    socket.monitor(address, events)
+    receiver = socket.context.socket(zmq.PAIR)
+    receiver.setsockopt(zmq.RCVHWM, 0)
+    receiver.setsockopt(zmq.LINGER, 0)
+    receiver.connect(address)
+    return receiver
+
+
+def evict_gone(cache, keep=()):
+    """Drops from `cache` (key -> Channel) the channels whose peers are gone (see `GONE_S`),
+    except those under the keys in `keep`."""
+    now = time.monotonic()
+    for k in [k for k, ch in cache.items() if k not in keep and ch.gone(now)]:
+        del cache[k]
+
+
 def channel_to(address, name="", key=None):
     """This thread's cached `Channel` to `address` (re-created after the peer restarts)."""
     cache = getattr(_local, "channels", None)
@@ -206,6 +253,7 @@ def channel_to(address, name="", key=None):
         cache = _local.channels = {}
     ch = cache.get((address, key))
     if ch is None:
+        evict_gone(cache)
         ch = cache[(address, key)] = Channel(address, name, key)
     elif name and ch.name == ch.address:
         ch.name = name

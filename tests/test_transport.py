@@ -1,0 +1,85 @@
+"""The client side of ZeroMQ (`nbdist.runtime.transport`) in a long-lived process.
+
+A notebook kernel or a test run starts and stops many clusters in one process. Channels to
+peers that went away must neither freeze the process's ZeroMQ I/O thread (libzmq's socket
+monitor blocks it once an unread event pipe is full) nor pile up sockets (a context holds at
+most 1023).
+"""
+
+import time
+
+import pytest
+import zmq
+
+from nbdist.runtime import transport
+from nbdist.runtime.server import Server
+from procs import free_port
+
+
+def _round_trip_works(timeout_ms=3000):
+    """A fresh ROUTER/DEALER pair of this process exchanges a message."""
+    ctx = transport.context()
+    router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
+    try:
+        port = router.bind_to_random_port("tcp://127.0.0.1")
+        dealer.connect(f"tcp://127.0.0.1:{port}")
+        dealer.send(b"ping")
+        return bool(router.poll(timeout_ms))
+    finally:
+        router.close(linger=0)
+        dealer.close(linger=0)
+
+
+def test_an_unread_channel_to_a_dead_peer_does_not_freeze_zeromq():
+    channel = transport.Channel(f"127.0.0.1:{free_port()}", "a dead peer")
+    try:
+        # Retry a second dead address every millisecond: thousands of connection events that
+        # nobody reads (pyzmq's own monitor socket would block the I/O thread after 2,000).
+        channel.socket.setsockopt(zmq.RECONNECT_IVL, 1)
+        channel.socket.setsockopt(zmq.RECONNECT_IVL_MAX, 0)
+        channel.socket.connect(f"tcp://127.0.0.1:{free_port()}")
+        time.sleep(3)
+        assert _round_trip_works(), "ZeroMQ's I/O thread is blocked"
+        channel.poll_events()  # and the events are all there to read
+        assert channel.refused_since is not None and not channel.connected
+    finally:
+        channel.close()
+
+
+def test_a_threads_channels_to_stopped_servers_are_evicted():
+    servers = [Server({"local": [f"localhost:{free_port()}"]}) for _ in range(2)]
+    try:
+        first = transport.channel_to(servers[0].address, "first")
+        first.call("Ping", {}, timeout_s=10)
+        servers[0].stop()
+        deadline = time.monotonic() + 10
+        while first.disconnected_at is None and time.monotonic() < deadline:
+            first.poll_events()
+            time.sleep(0.05)
+        assert first.disconnected_at is not None, "the stopped server's disconnection was not seen"
+        time.sleep(transport.GONE_S + 0.1)
+        second = transport.channel_to(servers[1].address, "second")
+        second.call("Ping", {}, timeout_s=10)
+        assert transport.channel_to(servers[1].address) is second  # live peers stay cached
+        assert transport.channel_to(servers[0].address) is not first  # the gone one was evicted
+        assert not first.socket.closed  # held here: it closes when released, not under the holder
+    finally:
+        for server in servers:
+            server.stop()
+        for server in servers:
+            transport.drop_channel(server.address)
+
+
+@pytest.mark.parametrize("rounds", [30])
+def test_starting_and_stopping_clusters_keeps_the_socket_count_bounded(rounds):
+    """What the test suite and a notebook do all day; before the eviction every round kept its
+    client's channels, and after ~110 rounds the context ran out of sockets."""
+    from traced_steps import traced_steps
+
+    counts = []
+    for _ in range(rounds):
+        with traced_steps(ps_tasks=2):
+            pass
+        time.sleep(transport.GONE_S / 10)
+        counts.append(sum(1 for s in list(transport.context()._sockets) if not s.closed))
+    assert max(counts[rounds // 2 :]) <= max(counts[: rounds // 2]) + 12, counts
