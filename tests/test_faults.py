@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nbdist as tf
@@ -164,3 +165,47 @@ def test_killing_the_sync_chief_tells_every_other_worker_and_they_recover_with_i
         stop_file.touch()
         for name in ("w0b", "w1", "w2"):
             assert clients.wait_exit(name, BOUND_S) == 0, clients.text(name)[-3000:]
+
+
+def test_a_session_whose_ps_restarted_runs_its_earlier_steps_again_after_restore(tmp_path):
+    """The ps restarts under an open session. The session's cached partitions name graph handles
+    of the ps's earlier incarnation: they must be registered again, never matched to whichever
+    partition the new ps process happened to number the same (that ran the wrong graph and hung)."""
+    with tf.LocalCluster(ps=1, worker=1) as cluster:
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(tf.zeros([3, 1]), name="w")
+                step = tf.train.get_or_create_global_step()
+            with tf.device("/job:worker/task:0"):
+                x = tf.placeholder(tf.float32, [None, 3], name="x")
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+                train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+            init = tf.global_variables_initializer()
+            saver = tf.train.Saver()
+        feed = {x: np.ones((4, 3), np.float32)}
+        config = tf.ConfigProto(operation_timeout_in_ms=20000)
+        sess = tf.Session(cluster.target("worker", 0), graph=graph, config=config)
+        sess.run(init)
+        for _ in range(3):
+            sess.run([train, loss, step], feed)
+        path = saver.save(sess, str(tmp_path / "model"), global_step=step)
+        cluster.kill("ps", 0)
+        with pytest.raises((tf.errors.UnavailableError, tf.errors.AbortedError), match="/job:ps"):
+            sess.run(train, feed)
+        cluster.restart_task("ps", 0)
+        deadline = time.monotonic() + BOUND_S
+        while True:  # the new ps has none of the variables: a new signature registers first
+            try:
+                sess.run(train, feed)
+            except tf.errors.FailedPreconditionError as e:
+                assert "uninitialized value" in e.message
+                break
+            except tf.errors.UnavailableError:
+                assert time.monotonic() < deadline, "the restarted ps was not reached"
+                time.sleep(0.1)
+        saver.restore(sess, path)
+        # The signature run before the restart: its old handles are dropped, not reused.
+        sess.run([train, loss, step], feed)
+        assert sess.run(step) == 4  # restored at 3, one step since
+        sess.close()

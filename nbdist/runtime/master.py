@@ -31,7 +31,7 @@ from nbdist.runtime import placer
 from nbdist.runtime.executor import check_fed_value, prune_and_sort
 from nbdist.runtime.partition import partition
 from nbdist.runtime.serving import DEFERRED, Rpc
-from nbdist.runtime.worker import LocalWorker, RemoteWorker
+from nbdist.runtime.worker import LocalWorker, RemoteWorker, graph_handle_incarnation
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
 # Partitions get a grace second to report their own, more precise timeout (which _Recv
@@ -300,6 +300,7 @@ class MasterService:
                 t0 = time.time()
                 handles[task] = self.worker(task).register_graph(part)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
+                _forget_other_incarnations(session, task, handles[task])
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
             session.tasks.update(parts)
             return plan
@@ -432,6 +433,17 @@ class _Step:
                 f"of {waiting}",
             )
         )
+
+
+def _forget_other_incarnations(session, task, handle):
+    """Drops the session's plans whose partition on `task` was registered with an earlier
+    incarnation of it (the task restarted since): their handles are unknown there now, so those
+    steps register again instead of failing once with `AbortedError`. (Caller holds the lock.)"""
+    incarnation = graph_handle_incarnation(handle)
+    for signature, plan in list(session.steps.items()):
+        old = plan.handles.get(task)
+        if old is not None and graph_handle_incarnation(old) != incarnation:
+            del session.steps[signature]
 
 
 def _restarted_task_error(session, error):

@@ -43,6 +43,11 @@ INLINE_RUN_S = 0.001
 DIRECT_FETCH_MIN_BYTES = 64 * 1024
 
 
+def graph_handle_incarnation(handle):
+    """The incarnation of the task that issued `handle` (a new one each time the task starts)."""
+    return handle.rpartition(":")[2].partition("-")[0]
+
+
 class WorkerService:
     """One task's worker service.
 
@@ -60,6 +65,10 @@ class WorkerService:
         self._watched_masters = set()  # tasks whose connection the I/O thread watches (I/O thread)
         self._plans = {}  # handle -> (ExecutionPlan, partition GraphDef)
         self._handles = itertools.count(1)
+        # Handles carry this incarnation: a master still holding a handle from before this task
+        # restarted gets "not registered" (and re-registers) instead of running whichever new
+        # partition happens to have the same number.
+        self._incarnation = os.urandom(4).hex()
         self._lock = threading.Lock()
         self.steps_run = 0
         self._running = set()  # StepContexts in flight (`cancel_running` ends their waits)
@@ -73,7 +82,7 @@ class WorkerService:
         nodes = nodes_from_graph_def(graph_def)
         plan = ExecutionPlan(nodes, feeds, fetches, targets)
         with self._lock:
-            handle = f"{self.task_device}/graph:{next(self._handles)}"
+            handle = f"{self.task_device}/graph:{self._incarnation}-{next(self._handles)}"
             self._plans[handle] = plan
         return handle
 
