@@ -133,8 +133,8 @@ class _Cluster:
 
 
 def _check(results, lib, sync):
-    """Every worker exited 0 with no traceback, the chief's loss fell, every worker that ran a step
-    ends below the chief's first loss, and the target global step was reached; a real-TF
+    """Every worker exited 0 with no traceback, the chief and every worker that ran a step end well
+    below the untrained model's loss, and the target global step was reached; a real-TF
     synchronous non-chief may hang at the end instead (killed, not checked). Returns the reports."""
     reports = {}
     for task, (rc, out, err) in sorted(results.items()):
@@ -147,12 +147,14 @@ def _check(results, lib, sync):
         assert err.count("Traceback") == tolerated, f"{lib} worker {task}:\n{err[-4000:]}"
         reports[task] = json.loads(out.strip().splitlines()[-1])
     assert 0 in reports, "the chief did not finish"
-    assert reports[0]["last_loss"] < 0.5 * reports[0]["first_loss"], (
-        f"{lib}: the chief did not learn: {reports}"
-    )
-    for task, r in reports.items():  # the model is shared: every worker ends below where the chief began
+    # The untrained model's loss: the first loss of whichever worker stepped first. (The chief's own
+    # first loss is no reference: under real TF's Supervisor a sync chief may start its loop after
+    # another worker's gradients were already applied.)
+    untrained = max(r["first_loss"] for r in reports.values() if r["local_steps"])
+    assert reports[0]["last_loss"] < 0.5 * untrained, f"{lib}: the chief did not learn: {reports}"
+    for task, r in reports.items():  # the model is shared: every worker ends well below the start
         if r["local_steps"]:  # (an asynchronous worker that started after the last step has none)
-            assert r["last_loss"] < 0.7 * reports[0]["first_loss"], f"{lib} worker {task}: {reports}"
+            assert r["last_loss"] < 0.7 * untrained, f"{lib} worker {task}: {reports}"
     assert max(r["global_step"] for r in reports.values()) >= TRAIN_STEPS, reports
     return reports
 
