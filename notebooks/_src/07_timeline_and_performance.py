@@ -92,7 +92,7 @@ with tf.Session(dtf.target("worker", 0), graph=graph) as sess:
     sess.run(train_op, feed())                    # registers the pieces: not what we measure
     md = tf.RunMetadata()
     sess.run(train_op, feed(), options=TRACE, run_metadata=md)
-tf.show_timeline(md, width_px=700)"""
+tf.show_timeline(md, width_px=580)"""
 
 BREAKDOWN_MD = """\
 ## Where the time goes
@@ -245,7 +245,7 @@ the 32 rows' update is long too. That one is nbdist's own cost: its variables ar
 whole table, where TensorFlow updates in place. Both go away from the worker's step only by
 moving less: the third way above."""
 
-BIG_TIMELINE = 'tf.show_timeline(runs["big table,\\ngather on the worker"]["md"], width_px=700)'
+BIG_TIMELINE = 'tf.show_timeline(runs["big table,\\ngather on the worker"]["md"], width_px=580)'
 
 RECAP = """\
 ## What you saw

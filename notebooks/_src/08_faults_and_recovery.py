@@ -103,7 +103,9 @@ KILL_WORKER_MD = """\
 
 `dtf.kill("worker", 0)` sends SIGKILL to the worker's process (`kill -9`, as a machine that
 crashes). The next step fails at once with an `UnavailableError` that says which task, at
-which address, and what to check; the status table says how the process ended."""
+which address, and what to check; the status table says how the process ended (it is the
+live table of the top: after the restarts below it turns green again, and after
+`%dtf_cluster stop`, grey)."""
 
 KILL_WORKER = """\
 dtf.kill("worker", 0)
