@@ -96,6 +96,23 @@ SHOWN = {
         "<nbdist GraphView: placed, 80 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
         "the last update's number: 404 = 4 earlier steps (above) + 200 + 200",
     ],
+    "07_timeline_and_performance.ipynb": [
+        "<nbdist TimelineView: 2 tasks",
+        "step.json: ",
+        "33,288 bytes moved",  # the 1,000-row table crosses the wire every step (32 KB)...
+        "16,001,288 bytes moved",  # ...and so does the 500,000-row one (16 MB)
+        "2,568 bytes moved",  # embedding_lookup on the ps: only the rows cross
+    ],
+    "08_faults_and_recovery.ipynb": [
+        "UnavailableError: the master /job:worker/task:0 at localhost:",
+        "no: process exited with code -9 (killed by SIGKILL)",
+        "uninitialized variables after the worker's restart: none",
+        "training goes on from 25 -> global step 45",
+        "UnavailableError: [/job:worker/replica:0/task:0] /job:ps/replica:0/task:0 at localhost:",
+        "uninitialized variables after the ps's restart: ['w', 'global_step']",
+        "restored model-40: global step 40 -> global step 65",
+        "steps run: 65 ; last global step: 60",
+    ],
 }
 
 

@@ -40,6 +40,17 @@ def test_save_returns_the_prefix_and_writes_tf_layout(tmp_path):
     assert checkpoint_format.read_index(path)["tensors"].keys() == {"w", "n", "s", "global_step"}
 
 
+def test_save_takes_a_fetched_global_step_number(tmp_path):
+    """`global_step` may be a number just fetched from a session (numpy's int64), as in TF."""
+    _model()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        step = sess.run(tf.train.get_global_step())
+        path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=np.int64(step) + 7)
+    assert path == str(tmp_path / "model.ckpt-7")
+
+
 def test_restore_brings_back_every_dtype(tmp_path):
     w, n, s, step = _model()
     saver = tf.train.Saver()

@@ -124,3 +124,64 @@ def test_timeline_window_leaves_out_what_lies_outside(traced):
     full = trace.timeline_svg(events)
     zoomed = trace.timeline_svg(events, window_ms=(0.0, 1e-6))
     assert zoomed.count('class="nbdist-span"') < full.count('class="nbdist-span"')
+
+
+def _op(name, op, start_ms, end_ms):
+    return {"node_name": name, "op": op, "start_s": start_ms / 1e3, "end_s": end_ms / 1e3}
+
+
+def test_time_breakdown_counts_each_moment_once_kernels_first():
+    """A worker reads `w` from the ps: kernels 0-1 and 8-9 ms on the worker, 2-3 ms on the ps;
+    the tensor leaves the ps at 3 ms and the worker has it at 8 ms; RunStep lasts 10 ms."""
+    key = "/job:ps/replica:0/task:0/device:CPU:0;/job:worker/replica:0/task:0/device:CPU:0;w/read:0"
+    ps, worker = "/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"
+    md = {
+        "dev_stats": [
+            {
+                "device": worker,
+                "node_stats": [
+                    _op("c", "Const", 0, 1),
+                    _op("recv", "_Recv", 1, 8),
+                    _op("mul", "Mul", 8, 9),
+                ],
+                "transfers": [{"node_name": "recv", "op": "_Recv", "key": key, "bytes": 8}],
+            },
+            {
+                "device": ps,
+                "node_stats": [_op("w/read", "Identity", 2, 3), _op("send", "_Send", 3, 4)],
+                "transfers": [{"node_name": "send", "op": "_Send", "key": key, "bytes": 8}],
+            },
+        ],
+        "service_calls": [
+            {
+                "service": "master",
+                "task": "/job:worker/replica:0/task:0",
+                "method": "RunStep",
+                "start_s": 0.0,
+                "end_s": 0.010,
+            },
+        ],
+    }
+    got = trace.time_breakdown(md)
+
+    def rounded(row):
+        return {k: round(v, 6) for k, v in row.items()}
+
+    assert round(got["step_ms"], 6) == 10.0
+    assert rounded(got["tasks"]["/job:worker/task:0"]) == {"kernels": 2.0, "wire": 5.0, "waiting": 3.0}
+    assert rounded(got["tasks"]["/job:ps/task:0"]) == {"kernels": 1.0, "wire": 5.0, "waiting": 4.0}
+    assert rounded(got["step"]) == {"kernels": 3.0, "wire": 5.0, "waiting": 2.0}
+
+
+def test_time_breakdown_of_a_real_step_adds_up_to_the_step(traced):
+    got = trace.time_breakdown(traced.md)
+    assert sorted(got["tasks"]) == TASKS and got["step_ms"] > 0
+    for row in [got["step"], *got["tasks"].values()]:
+        assert set(row) == set(trace.BREAKDOWN)
+        assert sum(row.values()) == pytest.approx(got["step_ms"])
+    assert all(row["wire"] > 0 for row in got["tasks"].values())  # every task sent or received
+
+
+def test_time_breakdown_says_how_to_trace():
+    with pytest.raises(ValueError, match=r"holds no trace.*FULL_TRACE"):
+        trace.time_breakdown(tf.RunMetadata())

@@ -9,9 +9,11 @@ worker). `step_events` turns any of these (or a ``trace`` event of
 
     export_chrome_trace(md, "step.json")   # open in https://ui.perfetto.dev or chrome://tracing
     svg = timeline_svg(step_events(md))    # what `nbdist.show_timeline` draws
+    time_breakdown(md)                     # where the step's time went: kernels, wire, waiting
 """
 
 import html
+import itertools
 import json
 import math
 from pathlib import Path
@@ -230,6 +232,79 @@ def lanes(events):
             spans = [s for s in events["spans"] if s["task"] == task and s["lane"] == lane]
             for i, row in enumerate(pack_lanes(spans)):
                 out.append((task, lane if i == 0 else f"{lane} ({i + 1})", row))
+    return out
+
+
+# -- where the time went ---------------------------------------------------------------------------
+BREAKDOWN = ("kernels", "wire", "waiting")
+_WIRE_OPS = ("_Send", "_Recv")
+
+
+def time_breakdown(md):
+    """Where a traced step's wall-clock time went, for each task and for the whole step.
+
+    The step lasts from the start to the end of the client's ``RunStep`` at the master (from
+    the first span to the last when the trace has no service calls). Each moment of it is
+    counted once, in the first of:
+
+    - ``kernels``: the task runs one of its ops (any op but ``_Send``/``_Recv``);
+    - ``wire``: a tensor the task sends or receives is on its way, from the moment its
+      ``_Send`` starts (the tensor is ready) until its ``_Recv`` has it;
+    - ``waiting``: neither: the task waits for a tensor another task has not made yet, for
+      its ``RunGraph`` call, for the master.
+
+    For the whole step (``"step"``), a moment is ``kernels`` when any task runs an op, else
+    ``wire`` when any tensor is on its way, else ``waiting`` (the services and the RPCs).
+
+    Args:
+        md: a `tf.RunMetadata` filled with ``FULL_TRACE``, or a ``trace`` event dict.
+
+    Returns:
+        ``{"step_ms": float, "step": {kind: ms}, "tasks": {task: {kind: ms}}}`` with the kinds
+        of `BREAKDOWN`; each row's values add up to ``step_ms``.
+
+    Raises:
+        ValueError: the metadata holds no trace.
+    """
+    events = step_events(md)
+    runs = [s for s in events["spans"] if s["lane"] == "master service" and s["name"] == "RunStep"]
+    if runs:
+        window = (runs[0]["start_s"], runs[0]["end_s"])
+    else:
+        window = (events["t0"], max((s["end_s"] for s in events["spans"]), default=events["t0"]))
+    ops = [s for s in events["spans"] if s["lane"] == "ops"]
+    kernels = {
+        t: [(s["start_s"], s["end_s"]) for s in ops if s["task"] == t and s["cat"] not in _WIRE_OPS]
+        for t in events["tasks"]
+    }
+    wire = {
+        t: [(f["start_s"], f["end_s"]) for f in events["flows"] if t in (f["src_task"], f["dst_task"])]
+        for t in events["tasks"]
+    }
+    every = (
+        [iv for ivs in kernels.values() for iv in ivs],
+        [(f["start_s"], f["end_s"]) for f in events["flows"]],
+    )
+    return {
+        "step_ms": (window[1] - window[0]) * 1e3,
+        "step": _split(window, every),
+        "tasks": {t: _split(window, (kernels[t], wire[t])) for t in events["tasks"]},
+    }
+
+
+def _split(window, layers):
+    """Milliseconds of `window` covered by each layer's ``(start, end)`` intervals, a moment
+    counted in the first layer that covers it; the rest is ``waiting`` (see `BREAKDOWN`)."""
+    a, b = window
+    cuts = sorted({a, b, *(t for intervals in layers for iv in intervals for t in iv if a < t < b)})
+    out = dict.fromkeys(BREAKDOWN, 0.0)
+    for x0, x1 in itertools.pairwise(cuts):
+        mid = (x0 + x1) / 2
+        kind = next(
+            (k for k, intervals in zip(BREAKDOWN, layers) if any(s <= mid < e for s, e in intervals)),
+            "waiting",
+        )
+        out[kind] += (x1 - x0) * 1e3
     return out
 
 

@@ -255,7 +255,7 @@ class Saver:
         # an explicit one cannot interleave, so "latest" never goes back to an older step.
         with self._save_lock:
             if global_step is not None:
-                if not isinstance(global_step, int):
+                if not isinstance(global_step, (int, np.integer)):  # a step just fetched is np.int64
                     global_step = training_util.global_step(sess, global_step)
                 step = f"{int(global_step):08d}" if self._pad_step_number else str(int(global_step))
                 checkpoint_file = f"{save_path}-{step}"
