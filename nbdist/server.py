@@ -95,6 +95,25 @@ class _Shutdown(BaseException):
     """Raised in the main thread by SIGTERM/SIGINT: leaves whatever it is doing."""
 
 
+# Environment variables that set BLAS's thread count: when the user sets one, it rules.
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_blas_thread():
+    """Limits numpy's BLAS to one thread in this task process, unless the user chose a count.
+
+    Several task processes share the machine's cores, and each runs its kernels on its own
+    threads already: BLAS's default (one thread per core, in every process) oversubscribes
+    them. Measured on 2 cores while other processes ran: a 512x512 float32 matmul took 5.5 ms
+    with BLAS's 2 threads against 2.1 ms with one.
+    """
+    if any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
+        return
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only task processes need it
+
+    threadpool_limits(1, user_api="blas")
+
+
 def _serve(server, with_exec):
     """Serves until SIGTERM/SIGINT, then stops the server; returns the exit code (0)."""
     from nbdist.graph.device import Task  # noqa: PLC0415 - fast --help
@@ -117,6 +136,7 @@ def _serve(server, with_exec):
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    _one_blas_thread()
     try:
         task = Task(server.server_def.job_name, server.server_def.task_index).name
         os.environ["NBDIST_TASK"] = task

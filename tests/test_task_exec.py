@@ -356,3 +356,20 @@ def test_a_server_without_a_key_refuses_exec():
         proc.terminate()
         proc.wait(5)
         proc.stdout.close()
+
+
+BLAS_THREADS = "from threadpoolctl import threadpool_info\n[i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']"
+
+
+def test_a_task_process_runs_blas_on_one_thread(cluster, workers):
+    """Several tasks share the cores: each task's BLAS runs one thread (unless the user set one)."""
+    results, _ = run(cluster, workers, BLAS_THREADS)
+    assert results == {"worker:0": [1], "worker:1": [1]}
+
+
+def test_the_users_blas_thread_count_rules(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with nbdist.LocalCluster(worker=1) as c:
+        tasks = [("worker", 0, c.cluster_spec.task_address("worker", 0))]
+        results = task_exec.run_cell(tasks, BLAS_THREADS, c.key)
+    assert results == {"worker:0": [2]}
