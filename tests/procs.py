@@ -24,10 +24,20 @@ def kernel_env():
     return env
 
 
+_handed_out = set()  # ports free_port returned in this process
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port on 127.0.0.1 that this process has not been given before: once a probe
+    socket closes, the kernel may hand the same port to the next bind, and a cluster built from
+    two calls in a row then names one address twice."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def _state(pid):
