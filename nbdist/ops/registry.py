@@ -54,6 +54,7 @@ class OpDef:
         "stateful",
         "no_gradient",
         "blocking",
+        "parks",
         "creates",
         "ready",
     )
@@ -69,6 +70,7 @@ class OpDef:
         self.stateful = False
         self.no_gradient = False
         self.blocking = False
+        self.parks = False
         self.ready = None  # ready(ctx, node, *args) -> None when the kernel can run, else what it awaits
 
 
@@ -84,7 +86,7 @@ def op_def(op_type):
     return d
 
 
-def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=None):
+def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=None, parks=False):
     """Declares properties of an op type.
 
     Args:
@@ -96,7 +98,10 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
             constant and never deduplicated.
         blocking: the kernel may wait for something outside the step (a queue, an
             accumulator, a tensor from another task); a server never runs such a
-            partition on its I/O thread.
+            partition on its I/O thread, unless every such op of it `parks`.
+        parks: (blocking ops) the op only waits for a tensor pushed from another task, whose
+            arrival (or the step's abort) wakes the step: a step held up by it can be parked
+            and resumed on arrival, on the server's I/O thread, instead of blocking a thread.
         creates: the kind name of the resource this op creates (``"variable"`` for
             ``VariableV2``); its kernel gets it with ``ctx.resources.resource(...)``.
 
@@ -110,6 +115,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     d.creates = None if creates is None else resource_kind_of(creates)
     d.stateful = stateful
     d.blocking = blocking
+    d.parks = blocking and parks
     return d
 
 

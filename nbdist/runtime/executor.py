@@ -57,6 +57,7 @@ class StepContext:
         "session",
         "master",
         "finished",
+        "wake",
         "_claims",
     )
 
@@ -81,12 +82,16 @@ class StepContext:
         self.session = session
         self.master = master
         self.finished = False  # set when the plan's run returned or raised (waits it left are void)
+        self.wake = None  # set while the step is parked: called (any thread) when it must look again
         self._claims = None  # node name -> (value, give_back)
 
     def cancel(self, error):
         """Ends the step's waits with `error` (e.g. `CancelledError` when its session closes)."""
         self.cancelled = error
         self.resources.notify()
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     def claim(self, node, value, give_back):
         """Keeps `value` for `node`'s kernel; ``give_back()`` returns it if the kernel never runs."""
@@ -249,7 +254,10 @@ class ExecutionPlan:
         for slot, step in last_use.items():
             if slot not in kept:
                 step.frees += (slot,)
-        self.may_block = any(registry.lookup(n.op).blocking for n in order)
+        blocking = [registry.lookup(n.op) for n in order if registry.lookup(n.op).blocking]
+        self.may_block = bool(blocking)
+        # Every wait is for a tensor from another task: a run can be parked until it arrives.
+        self.parks = all(d.parks for d in blocking)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def check_feeds(self, feed_values):
@@ -275,69 +283,41 @@ class ExecutionPlan:
             ctx: the `StepContext`.
             feed_values: one value per feed name, in `feeds` order.
         """
-        start = time.perf_counter()
+        run = self.start(ctx, feed_values)
         try:
-            with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
-                values = self._run(ctx, feed_values)
+            still = run.advance()
+            while still:
+                self._wait(ctx, [s for s in still if s.ready is not None and not run.blocked(s)], run.vals)
+                still = run.advance()
         finally:
-            if self.may_block:  # a queue may hold this step's place in line, or a claim
-                ctx.finish()
-        self.last_run_s = time.perf_counter() - start
-        return values
+            self.end(run)
+        return run.fetched()
 
-    def _run(self, ctx, feed_values):
-        vals = [_MISSING] * self._n_slots
-        for slot, value in zip(self._feed_slots, feed_values):
-            vals[slot] = value
-        trace = ctx.trace
-        waits = {}  # step index -> when it first had to wait (a traced or watched op's span starts there)
-        deferred = None
-        done = [False] * len(self._steps)  # read only once a step was deferred (control edges)
-        for step in self._steps:
-            if deferred is not None and self._blocked(step, vals, done):
-                deferred.append(step)
-                continue
-            if step.ready is not None and self._waits_for(step, ctx, vals) is not None:
-                deferred = deferred if deferred is not None else []
-                deferred.append(step)
-                self._note_wait(step, waits)
-                continue
-            self._execute(step, ctx, vals, trace, waits)
-            done[step.index] = True
-            if deferred is None:
-                # Drop intermediates after their last consumer, so a step's memory is its live
-                # set. Only before any deferral: then every consumer has run in static order.
-                for slot in step.frees:
-                    vals[slot] = None
-        while deferred:
-            deferred = self._run_deferred(deferred, ctx, vals, trace, waits, done)
-        return [vals[s] for s in self._fetch_slots]
+    def start(self, ctx, feed_values=()):
+        """A `PlanRun` of this plan: advance it (`PlanRun.advance`) until nothing is left,
+        waiting in between, then `end` it. `run` is that loop, blocking; a server parks a
+        run whose waits all `park` until a tensor arrives, and advances it then."""
+        return PlanRun(self, ctx, feed_values)
 
-    def _blocked(self, step, vals, done):
-        # Waiting for a data input, or for a control input (a `_Recv` of a control edge from
-        # another task, or anything deferred behind one) that has not run yet.
-        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs) or any(
-            not done[c] for c in step.controls
+    def end(self, run):
+        """Ends `run` (finished or failed): releases what its step claimed; notes its compute
+        time (`last_run_s`: without its waits, what it would hold a thread for)."""
+        if self.may_block:  # a queue may hold this step's place in line, or a claim
+            run.ctx.finish()
+        self.last_run_s = run.compute_s
+
+    def deadline_error(self, ctx, still, vals, waited_s):
+        """`DeadlineExceededError` naming every wait of the steps `still` to run."""
+        reasons = [r for r in (self._waits_for(s, ctx, vals) for s in still if s.ready is not None) if r]
+        return errors.DeadlineExceededError(
+            still[0].node.name if still else None,
+            None,
+            f"step timed out on {ctx.device or 'the local device'} after {waited_s:.1f} s "
+            f"still waiting for {len(reasons)} tensor(s) or resource(s): {'; '.join(reasons)}. "
+            "Whoever should provide them may be slow, "
+            "blocked or down; raise the timeout with tf.RunOptions(timeout_in_ms=...) or "
+            "ConfigProto(operation_timeout_in_ms=...)",
         )
-
-    def _run_deferred(self, deferred, ctx, vals, trace, waits, done):
-        """Runs what became ready; waits for a change when nothing is."""
-        progressed, still = False, []
-        for step in deferred:
-            if self._blocked(step, vals, done):
-                still.append(step)
-                continue
-            if step.ready is not None and self._waits_for(step, ctx, vals) is not None:
-                still.append(step)
-                self._note_wait(step, waits)
-                continue
-            self._execute(step, ctx, vals, trace, waits)
-            done[step.index] = True
-            progressed = True
-        if still and not progressed:
-            waiting = [s for s in still if s.ready is not None and not self._blocked(s, vals, done)]
-            self._wait(ctx, waiting, vals)
-        return still
 
     def _args(self, step, ctx, vals):
         return [
@@ -392,15 +372,7 @@ class ExecutionPlan:
                 now = time.monotonic()
                 remaining = None if ctx.deadline is None else ctx.deadline - now
                 if remaining is not None and remaining <= 0:
-                    raise errors.DeadlineExceededError(
-                        waiting[0].node.name if waiting else None,
-                        None,
-                        f"step timed out on {ctx.device or 'the local device'} after {now - started:.1f} s "
-                        f"still waiting for {len(reasons)} tensor(s) or resource(s): {'; '.join(reasons)}. "
-                        "Whoever should provide them may be slow, "
-                        "blocked or down; raise the timeout with tf.RunOptions(timeout_in_ms=...) or "
-                        "ConfigProto(operation_timeout_in_ms=...)",
-                    )
+                    raise self.deadline_error(ctx, waiting, vals, now - started)
                 if now >= next_report:  # a long wait says what it waits for, bounded or not
                     _log.warning(
                         "step %s on %s has waited %.0f s for: %s",
@@ -439,6 +411,98 @@ class ExecutionPlan:
         elif n > 1:
             for i in range(n):
                 vals[step.out + i] = out[i]
+
+
+class PlanRun:
+    """One run of an `ExecutionPlan`, advanced as far as it goes without waiting.
+
+    The first `advance` runs the plan in its static order, deferring each op that must wait
+    (and everything behind it); later ones run what became ready since. Whoever advances it
+    decides how to wait in between: `ExecutionPlan.run` on the step's condition, a server's
+    I/O thread by parking the run until a tensor for its step arrives.
+    """
+
+    __slots__ = ("plan", "ctx", "vals", "waits", "done", "deferred", "compute_s")
+
+    def __init__(self, plan, ctx, feed_values):
+        self.plan, self.ctx = plan, ctx
+        self.vals = [_MISSING] * plan._n_slots
+        for slot, value in zip(plan._feed_slots, feed_values):
+            self.vals[slot] = value
+        self.waits = {}  # step index -> when it first had to wait (a traced or watched op's span starts)
+        self.done = [False] * len(plan._steps)  # read only once a step was deferred (control edges)
+        self.deferred = None  # None until the first advance; then the steps still to run, in order
+        self.compute_s = 0.0  # time spent in advance (running kernels), waits excluded
+
+    def blocked(self, step):
+        """Waiting for a data input, or a control input (a `_Recv` of a control edge from
+        another task, or anything deferred behind one), that has not run yet."""
+        vals, done = self.vals, self.done
+        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs) or any(
+            not done[c] for c in step.controls
+        )
+
+    def advance(self):
+        """Runs every op that can run now; returns the ones still to run (empty: finished).
+
+        Raises:
+            The step's abort error (`CancelledError`, ...), or the error of a kernel.
+        """
+        began = time.perf_counter()
+        try:
+            error = self.ctx.abort_error()
+            if error is not None:
+                raise error
+            with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
+                if self.deferred is None:
+                    self.deferred = self._first_pass()
+                progressed = True
+                while self.deferred and progressed:
+                    progressed = self._pass()
+            return self.deferred
+        finally:
+            self.compute_s += time.perf_counter() - began
+
+    def fetched(self):
+        return [self.vals[s] for s in self.plan._fetch_slots]
+
+    def _first_pass(self):
+        plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
+        deferred = []
+        for step in plan._steps:
+            if deferred and self.blocked(step):
+                deferred.append(step)
+                continue
+            if step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
+                deferred.append(step)
+                plan._note_wait(step, waits)
+                continue
+            plan._execute(step, ctx, vals, trace, waits)
+            self.done[step.index] = True
+            if not deferred:
+                # Drop intermediates after their last consumer, so a step's memory is its live
+                # set. Only before any deferral: then every consumer has run in static order.
+                for slot in step.frees:
+                    vals[slot] = None
+        return deferred
+
+    def _pass(self):
+        """Runs what became ready among the deferred steps; True if any ran."""
+        plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
+        progressed, still = False, []
+        for step in self.deferred:
+            if self.blocked(step):
+                still.append(step)
+                continue
+            if step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
+                still.append(step)
+                plan._note_wait(step, waits)
+                continue
+            plan._execute(step, ctx, vals, trace, waits)
+            self.done[step.index] = True
+            progressed = True
+        self.deferred = still
+        return progressed
 
 
 def prune_and_sort(by_name, fed, fetches, targets):

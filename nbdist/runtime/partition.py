@@ -21,7 +21,7 @@ from nbdist.ops import registry
 registry.declare("_Send", stateful=True)
 registry.shape("_Send")(lambda inputs, attrs: [])
 registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node, value))
-registry.declare("_Recv", stateful=True, blocking=True)
+registry.declare("_Recv", stateful=True, blocking=True, parks=True)
 registry.shape("_Recv")(lambda inputs, attrs: [(attrs["tensor_type"], attrs["tensor_shape"])])
 registry.kernel("_Recv")(lambda ctx, node: ctx.rendezvous.take(ctx, node))
 registry.ready("_Recv")(lambda ctx, node: ctx.rendezvous.ready(ctx, node))

@@ -36,6 +36,7 @@ class Rendezvous:
         self._table = {}  # (step_id, key) -> (value, arrival time)
         self._aborted = {}  # step_id -> (error, time)
         self.transfers = {}  # step_id -> list of transfer records (only when tracing)
+        self._parked = {}  # step_id -> wake(): a parked run of that step, to look again
 
     # -- producing ------------------------------------------------------------------------------
     def put(self, step_id, key, value):
@@ -44,6 +45,19 @@ class Rendezvous:
                 return
             self._table[(step_id, key)] = (value, time.monotonic())
             self._cond.notify_all()
+            wake = self._parked.get(step_id)
+        if wake is not None:
+            wake()
+
+    def park(self, step_id, wake):
+        """Calls ``wake()`` whenever a tensor for `step_id` arrives or the step is aborted,
+        until `unpark`: a run parked on the server's I/O thread instead of blocking a thread."""
+        with self._cond:
+            self._parked[step_id] = wake
+
+    def unpark(self, step_id):
+        with self._cond:
+            self._parked.pop(step_id, None)
 
     def send(self, ctx, node, value):
         """`_Send` kernel: deliver `value` to the task of ``node.attr["recv_device"]``."""
@@ -131,6 +145,9 @@ class Rendezvous:
             for k in [k for k in self._table if k[0] == step_id]:
                 del self._table[k]
             self._cond.notify_all()
+            wake = self._parked.get(step_id)
+        if wake is not None:
+            wake()
 
     def cleanup(self, step_id):
         """Forgets `step_id` (after its RunGraph finished) and anything stale."""

@@ -150,16 +150,16 @@ class ServingLoop:
             if self._inbox in ready:
                 self._drain_inbox()
             while self._posted:
-                self._guard(self._posted.popleft())
+                self.guard(self._posted.popleft())
             if self._router in ready:
                 while self._router.poll(0):
                     self._dispatch(self._router.recv_multipart(copy=False))
             for sock, callback in list(self._watched.items()):
                 if sock in ready:
-                    self._guard(callback)
+                    self.guard(callback)
             self._run_due_timers()
         for fn in self._at_exit:
-            self._guard(fn)
+            self.guard(fn)
         self._router.close(linger=0)
         self._inbox.close(linger=0)
 
@@ -173,7 +173,7 @@ class ServingLoop:
             frames = self._inbox.recv_multipart(copy=False)
             if len(frames) == 1 and frames[0].bytes == _WAKE:
                 while self._posted:
-                    self._guard(self._posted.popleft())
+                    self.guard(self._posted.popleft())
             else:
                 with contextlib.suppress(zmq.ZMQError):  # the requester left: nobody to answer
                     self._router.send_multipart(frames, copy=False, flags=zmq.DONTWAIT)
@@ -185,9 +185,11 @@ class ServingLoop:
             if fn is _noop:
                 self._cancelled = max(0, self._cancelled - 1)
             else:
-                self._guard(fn)
+                self.guard(fn)
 
-    def _guard(self, fn):
+    def guard(self, fn):
+        """Runs `fn`, printing (never raising) its error: a bug in one callback must not stop the
+        server, nor reach whoever happened to trigger it."""
         try:
             fn()
         except Exception as e:  # noqa: BLE001 - a bug in one callback must not stop the server

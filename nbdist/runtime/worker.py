@@ -37,7 +37,9 @@ from nbdist.runtime.executor import ExecutionPlan, StepContext
 from nbdist.runtime.rendezvous import Rendezvous
 from nbdist.runtime.serving import DEFERRED, Rpc
 
-INLINE_RUN_S = 0.001
+# A partition that computed for less than this last time runs on the I/O thread (`runs_quickly`):
+# with the GIL a pool thread frees the loop only between switch intervals (5 ms) anyway.
+INLINE_RUN_S = 0.005
 # Fetched tensors at least this large go straight to the client; smaller ones ride on the
 # RunGraph reply through the master (one message less per step).
 DIRECT_FETCH_MIN_BYTES = 64 * 1024
@@ -71,6 +73,7 @@ class WorkerService:
         self._incarnation = os.urandom(4).hex()
         self._lock = threading.Lock()
         self.steps_run = 0
+        self.steps_parked = 0  # runs on the I/O thread that waited for a tensor without a thread
         self._running = set()  # StepContexts in flight (`cancel_running` ends their waits)
         # A straggler, on purpose: every partition this task runs waits this long first
         # (`python -m nbdist.server --delay-ms`), to see staleness and backup workers at work.
@@ -94,17 +97,20 @@ class WorkerService:
         return dict(collections.Counter(nodes.values()))
 
     def runs_quickly(self, handle):
-        """True when a partition cannot block and its last run took under `INLINE_RUN_S`.
+        """True when a partition never blocks a thread and its last run computed for under
+        `INLINE_RUN_S`.
 
-        The server runs such a `RunGraph` on its I/O thread, saving two thread hand-offs
-        per step; anything that may wait (a `_Recv`, a queue) or computes for long goes
-        to the pool, so it never stalls the server.
+        The server runs such a `RunGraph` on its I/O thread (`start_graph`), saving two thread
+        hand-offs per step: a partition whose only waits are for tensors from other tasks
+        (`_Recv`) is parked while it waits, never blocking. One that may wait on anything else
+        (a queue, an accumulator) or computes for long goes to the pool, so it never stalls
+        the server.
         """
         plan = self._plans.get(handle)
         return (
             plan is not None
             and not self.delay_s
-            and not plan.may_block
+            and plan.parks
             and plan.last_run_s is not None
             and plan.last_run_s < INLINE_RUN_S
         )
@@ -125,6 +131,82 @@ class WorkerService:
             FailedPreconditionError: unknown handle (e.g. this task restarted).
             Any OpError of the partition's kernels, naming node and device.
         """
+        plan, ctx, began = self._begin(handle, step_id, feed_values, timeout_s, trace, session, master)
+        if self.delay_s:
+            time.sleep(
+                self.delay_s
+                if ctx.deadline is None
+                else max(0.0, min(self.delay_s, ctx.deadline - time.monotonic()))
+            )
+        try:
+            values = plan.run(ctx, feed_values)
+        finally:
+            transfers = self._end(ctx)
+        self.steps_run += 1
+        return values, self._stats(ctx, began, transfers)
+
+    def start_graph(self, handle, step_id, feed_values, timeout_s, trace, session, master, on_done, on_error):
+        """`run_graph` on the I/O thread, which it never blocks (only for `runs_quickly` plans).
+
+        The partition runs as far as it can; if it then waits for tensors from other tasks
+        it is *parked*: the rendezvous wakes it when one of its step's tensors arrives (or the
+        step is aborted or cancelled), a timer at its deadline. Calls ``on_done(values,
+        stats)`` or ``on_error(exc)`` on the I/O thread when it is over.
+        """
+        try:
+            plan, ctx, began = self._begin(handle, step_id, feed_values, timeout_s, trace, session, master)
+            run = plan.start(ctx, feed_values)
+        except Exception as e:  # noqa: BLE001 - the step's error, answered like any other
+            on_error(e)
+            return
+        loop, parked, over = self.loop, [], []
+
+        def advance():  # I/O thread
+            if over:  # a late wake-up
+                return
+            try:
+                still = run.advance()
+                if still and ctx.deadline is not None and time.monotonic() >= ctx.deadline:
+                    raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - began_s)
+            except Exception as e:  # noqa: BLE001 - ends the step with its error
+                finish(e)
+                return
+            if not still:
+                finish(None)
+
+        def finish(error):
+            over.append(True)
+            self.rendezvous.unpark(step_id)
+            ctx.wake = None
+            for timer in parked:
+                loop.cancel(timer)
+            plan.end(run)
+            transfers = self._end(ctx)
+            if error is not None:
+                on_error(error)
+                return
+            self.steps_run += 1
+            on_done(run.fetched(), self._stats(ctx, began, transfers))
+
+        def wake():  # any thread
+            if loop.on_io_thread:
+                loop.guard(advance)
+            else:
+                loop.post(advance)
+
+        began_s = time.monotonic()
+        advance()
+        if over:
+            return
+        self.rendezvous.park(step_id, wake)
+        self.steps_parked += 1
+        ctx.wake = wake
+        if ctx.deadline is not None:
+            parked.append(loop.call_later(max(0.0, ctx.deadline - time.monotonic()), advance))
+        if ctx.abort_error() is not None:  # cancelled before it was parked
+            advance()
+
+    def _begin(self, handle, step_id, feed_values, timeout_s, trace, session, master):
         plan = self._plans.get(handle)
         if plan is None:
             raise errors.FailedPreconditionError(
@@ -134,43 +216,37 @@ class WorkerService:
                 "(the task restarted?); create a new tf.Session so its partitions are registered again",
             )
         plan.check_feeds(feed_values)
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        ops = [] if trace else None
-        began = time.perf_counter()
         ctx = StepContext(
             self.resources,
             self.rendezvous,
             step_id,
-            deadline,
-            ops,
+            None if timeout_s is None else time.monotonic() + timeout_s,
+            [] if trace else None,
             self.task_device + "/device:CPU:0",
             session,
             master if isinstance(master, str) else "",
         )
-        if self.delay_s:
-            time.sleep(
-                self.delay_s if deadline is None else max(0.0, min(self.delay_s, deadline - time.monotonic()))
-            )
         with self._lock:
             self._running.add(ctx)
-        try:
-            values = plan.run(ctx, feed_values)
-        finally:
-            with self._lock:
-                self._running.discard(ctx)
-            transfers = self.rendezvous.cleanup(step_id)
-        self.steps_run += 1
-        stats = None
-        if trace:
-            offset = time.time() - time.perf_counter()  # perf_counter -> wall clock, across tasks
-            stats = {
-                "device": self.task_device + "/device:CPU:0",
-                "pid": os.getpid(),
-                "ops": [[n, op, s + offset, e + offset] for n, op, s, e in ops],
-                "transfers": transfers,
-                "resources": self.resources.activity_between(began, time.perf_counter(), step_id, offset),
-            }
-        return values, stats
+        return plan, ctx, time.perf_counter()
+
+    def _end(self, ctx):
+        """The step is over here: forgets it; returns its transfers (traced steps)."""
+        with self._lock:
+            self._running.discard(ctx)
+        return self.rendezvous.cleanup(ctx.step_id)
+
+    def _stats(self, ctx, began, transfers):
+        if ctx.trace is None:
+            return None
+        offset = time.time() - time.perf_counter()  # perf_counter -> wall clock, across tasks
+        return {
+            "device": self.task_device + "/device:CPU:0",
+            "pid": os.getpid(),
+            "ops": [[n, op, s + offset, e + offset] for n, op, s, e in ctx.trace],
+            "transfers": transfers,
+            "resources": self.resources.activity_between(began, time.perf_counter(), ctx.step_id, offset),
+        }
 
     def abort_step(self, step_id, message):
         self.rendezvous.abort(step_id, errors.CancelledError(None, None, message))
@@ -218,6 +294,7 @@ class WorkerService:
             "task": self.task_device,
             "pid": os.getpid(),
             "steps_run": self.steps_run,
+            "steps_parked": self.steps_parked,
             "graphs_registered": len(self._plans),
             "ops_placed": self.ops_placed(),
             "variables": {
@@ -268,7 +345,7 @@ class WorkerService:
         master = msg.get("master", "")
         if master and isinstance(master, str) and master not in self._watched_masters:
             self.loop.post(lambda: self.watch_master(master))
-        values, stats = self.run_graph(
+        args = (
             msg["handle"],
             msg["step_id"],
             msg.get("feeds", []),
@@ -277,10 +354,22 @@ class WorkerService:
             msg.get("session", ""),
             master,
         )
+        if self.loop.on_io_thread:  # the loop found it quick (`runs_quickly`): never block here
+            self.start_graph(
+                *args,
+                lambda values, stats: self._answer_run_graph(msg, responder, values, stats),
+                responder.fail,
+            )
+        else:
+            self._answer_run_graph(msg, responder, *self.run_graph(*args))
+        return DEFERRED
+
+    def _answer_run_graph(self, msg, responder, values, stats):
         client = msg.get("deliver_to")
         nbytes = sum(getattr(v, "nbytes", 0) for v in values)
         if not client or nbytes < DIRECT_FETCH_MIN_BYTES:  # small: riding on the reply costs less
-            return "RunGraphResponse", {"fetches": values, "stats": stats}
+            responder.reply("RunGraphResponse", {"fetches": values, "stats": stats})
+            return
         # Fetched tensors go straight to the client that asked for them (peer to peer, not
         # relayed through the master); the master only learns that they were delivered.
         loop = self.loop
@@ -297,7 +386,6 @@ class WorkerService:
             deliver()
         else:
             loop.post(deliver)
-        return DEFERRED
 
     def _rpc_abort_step(self, msg, responder):
         self.abort_step(msg["step_id"], msg.get("message", "aborted"))
@@ -319,8 +407,8 @@ def _part_args(part):
 class LocalWorker:
     """The stub of the worker in the master's own process: direct calls, no messages.
 
-    A partition that cannot block and ran quickly last time runs inline on the I/O thread;
-    any other on the pool, its result posted back to the I/O thread.
+    A partition that `runs_quickly` runs on the I/O thread (parked while it waits for
+    tensors); any other on the pool, its result posted back to the I/O thread.
     """
 
     def __init__(self, service, loop):
@@ -346,12 +434,11 @@ class LocalWorker:
         )
         service, loop = self.service, self._loop
         if service.runs_quickly(args[0]):
-            try:
-                values, stats = service.run_graph(*args)
-            except Exception as e:  # noqa: BLE001 - the step's error
-                on_error(e)
-                return None
-            on_done({"fetches": values, "stats": stats, "in_process": True})
+            service.start_graph(
+                *args,
+                lambda values, stats: on_done({"fetches": values, "stats": stats, "in_process": True}),
+                on_error,
+            )
             return None
 
         def finished(future):
