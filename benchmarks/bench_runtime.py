@@ -3,7 +3,8 @@
     python benchmarks/bench_runtime.py [--quick] [--no-tf]
 
 1. step latency of a trivial op on a remote task vs a raw pyzmq REQ/REP round trip;
-2. fetching a 64 MB float32 variable from another task vs raw pyzmq zero-copy throughput;
+2. fetching a 64 MB float32 variable from another task, and moving it between two tasks
+   (Send/Recv), vs raw pyzmq zero-copy throughput and a single-threaded memcpy of 64 MB;
 3. time until a 2-task cluster of separate processes answers its first step;
 4. peak RSS of an idle server process and of a ps holding a 64 MB variable;
 and the same figures for real TensorFlow's tf.compat.v1 runtime when it is installed.
@@ -124,13 +125,20 @@ def floors(n):
             frame = sock.recv(copy=False)
             np.frombuffer(frame.buffer, np.float32)
 
-        out = {"rtt_s": timed(rtt, n), "fetch64_s": timed(big, max(5, n // 50))}
+        out = {"rtt_s": timed(rtt, n), "fetch64_s": timed(big, max(5, n // 50)), "memcpy64_s": memcpy64_s()}
         sock.send(b"quit")
         sock.recv()
         sock.close()
         return out
     finally:
         stop([proc])
+
+
+def memcpy64_s():
+    """One single-threaded memcpy of 64 MB into memory already touched (median)."""
+    src = np.ones(MB64 // 4, np.float32)
+    dst = np.zeros_like(src)
+    return timed(lambda: np.copyto(dst, src), 20)
 
 
 # -- the same program on nbdist and on real TensorFlow (the API is the point) -------------------------
@@ -153,6 +161,8 @@ def measure(tf, target, procs, t0, n):
         with tf.device("/job:local/task:1"):
             remote_c = tf.constant(1.0) + 1.0
             big = tf.Variable(tf.zeros([MB64 // 4]), name="big")
+        with tf.device("/job:local/task:0"):
+            moved = tf.slice(tf.identity(big), [0], [1])  # 64 MB Send/Recv from task 1, 4 bytes fetched
         sess = tf.Session(target, graph=graph)
         sess.run(local_c)
         out = {
@@ -163,6 +173,7 @@ def measure(tf, target, procs, t0, n):
         }
         sess.run(big.initializer)
         out["fetch64_s"] = timed(lambda: sess.run(big), max(5, n // 50))
+        out["sendrecv64_s"] = timed(lambda: sess.run(moved), max(5, n // 50))
         out["ps64_rss_mib"] = peak_rss_mib(procs[1].pid)
         sess.close()
     return out
@@ -236,10 +247,18 @@ def main():
         (
             "fetch 64 MB float32 variable from another task",
             f"{gbps(nb['fetch64_s']):.2f} GB/s",
-            f"{floor['fetch64_s'] / nb['fetch64_s']:.0%} of floor",
+            f"{floor['fetch64_s'] / nb['fetch64_s']:.0%} of zmq, "
+            f"{floor['memcpy64_s'] / nb['fetch64_s']:.0%} of memcpy",
             real and f"{gbps(real['fetch64_s']):.2f} GB/s",
         ),
+        (
+            "Send/Recv of that variable to another task (step time)",
+            f"{gbps(nb['sendrecv64_s']):.2f} GB/s",
+            f"{floor['memcpy64_s'] / nb['sendrecv64_s']:.0%} of memcpy",
+            real and f"{gbps(real['sendrecv64_s']):.2f} GB/s",
+        ),
         ("floor: raw pyzmq zero-copy 64 MB reply", f"{gbps(floor['fetch64_s']):.2f} GB/s", "", ""),
+        ("floor: single-threaded memcpy of 64 MB", f"{gbps(floor['memcpy64_s']):.2f} GB/s", "", ""),
         (
             "2-task cluster ready (spawn -> first step answered)",
             f"{nb['ready_s']:.2f} s",
@@ -268,6 +287,7 @@ def main():
         print(
             f"nbdist vs TF: step (2 hops) {real['step_2hop_s'] / nb['step_2hop_s']:.1f}x faster, "
             f"fetch {real['fetch64_s'] / nb['fetch64_s']:.1f}x the throughput, "
+            f"Send/Recv {real['sendrecv64_s'] / nb['sendrecv64_s']:.1f}x, "
             f"ready {real['ready_s'] / nb['ready_s']:.1f}x faster, "
             f"idle memory {nb['idle_rss_mib'] / real['idle_rss_mib']:.2f} of TF's"
         )

@@ -93,7 +93,13 @@ def test_a_64_mib_fetch_and_send_recv_go_through_shared_memory(two_tasks):
         before = {i: _shm_status(two_tasks, i) for i in (0, 1)}
         fetched = sess.run(big)
         copied_value, first8 = sess.run([copied, total])
-    after = {i: _shm_status(two_tasks, i) for i in (0, 1)}
+        for _ in range(3):
+            sess.run(total)
+        after = {i: _shm_status(two_tasks, i) for i in (0, 1)}
+    # Reused step after step, without waiting for a garbage collection: one segment held by
+    # `fetched`, one for the Send/Recv (and one more if task 0 dropped a step's tensor only
+    # after answering); a reference cycle holding the views would add one per step.
+    assert len(shm.segments_of(two_tasks.procs[("local", 1)].pid)) <= 3
     np.testing.assert_array_equal(fetched, value)
     np.testing.assert_array_equal(copied_value, value)
     assert first8 == value[:8].sum()

@@ -168,6 +168,39 @@ def discard(frames):
         shm.pool().release(name, nonce)
 
 
+class _Packer:
+    """Turns the arrays, numpy scalars and tuples of a body into msgpack extensions.
+
+    (A class, not a closure calling itself: that would be a reference cycle keeping the
+    sent arrays - and shared-memory segments - alive until the next garbage collection.)
+    """
+
+    def __init__(self, use_shm):
+        self.use_shm = use_shm
+        self.buffers = []  # arrays sent as raw frames
+        self.segments = []  # (name, nonce) of the arrays sent through shared memory
+
+    def default(self, obj):
+        if isinstance(obj, np.ndarray):
+            if obj.dtype == object or obj.dtype.kind in "SU":
+                flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
+                return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
+            arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
+            if self.use_shm and arr.nbytes >= shm.SHM_MIN_BYTES:
+                handle = shm.pool().put(arr)
+                if handle is not None:
+                    self.segments.append((handle[0], handle[1]))
+                    return msgpack.ExtType(_EXT_SHM, msgpack.packb(handle))
+            self.buffers.append(arr)
+            meta = [len(self.buffers) - 1, arr.dtype.str, list(arr.shape)]
+            return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
+        if isinstance(obj, np.generic):
+            return self.default(np.asarray(obj))
+        if isinstance(obj, tuple):
+            return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=self.default))
+        raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
+
+
 def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
     """Frames for one message: ``[signature, header, *tensor_buffers]``.
 
@@ -180,39 +213,17 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
         local: both ends are loopback addresses: tensors of at least `shm.SHM_MIN_BYTES`
             travel in shared memory (`nbdist.runtime.shm`), only their handles in the header.
     """
-    buffers = []
-    segments = []
-    use_shm = local and shm.enabled()
-
-    def default(obj):
-        if isinstance(obj, np.ndarray):
-            if obj.dtype == object or obj.dtype.kind in "SU":
-                flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
-                return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
-            arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
-            if use_shm and arr.nbytes >= shm.SHM_MIN_BYTES:
-                handle = shm.pool().put(arr)
-                if handle is not None:
-                    segments.append((handle[0], handle[1]))
-                    return msgpack.ExtType(_EXT_SHM, msgpack.packb(handle))
-            buffers.append(arr)
-            meta = [len(buffers) - 1, arr.dtype.str, list(arr.shape)]
-            return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
-        if isinstance(obj, np.generic):
-            return default(np.asarray(obj))
-        if isinstance(obj, tuple):
-            return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=default))
-        raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
-
+    packer = _Packer(local and shm.enabled())
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
     if key is not None and stamp is not None:
         header["s"] = stamp.next()
     try:
-        head = msgpack.packb(header, default=default, use_bin_type=True, strict_types=True)
+        head = msgpack.packb(header, default=packer.default, use_bin_type=True, strict_types=True)
     except BaseException:
-        for name, nonce in segments:
+        for name, nonce in packer.segments:
             shm.pool().release(name, nonce)
         raise
+    buffers, segments = packer.buffers, packer.segments
     frames = [head, *[memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]]
     out = Frames([_sign(key, frames), *frames])
     if segments:
@@ -269,25 +280,9 @@ def _decode(frames, key, guard):
             )
     if head.nbytes > MAX_HEADER_BYTES:
         raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
-    used = set()
-
-    def ext_hook(code, data):
-        if code == _EXT_ARRAY:
-            index, dtype, shape = msgpack.unpackb(data)
-            return _array_from(tensors, index, dtype, shape, used)
-        if code == _EXT_STRINGS:
-            shape, flat = msgpack.unpackb(data)
-            arr = np.empty(len(flat), dtype=object)
-            arr[:] = flat
-            return arr.reshape(tuple(shape))
-        if code == _EXT_SHM:
-            return _shm_array(msgpack.unpackb(data))
-        if code == _EXT_TUPLE:
-            return tuple(msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False))
-        raise WireError(f"unknown msgpack extension type {code}")
-
+    unpacker = _Unpacker(tensors)
     try:
-        msg = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, strict_map_key=False)
+        msg = msgpack.unpackb(head, ext_hook=unpacker.ext_hook, raw=False, strict_map_key=False)
     except WireError:
         raise
     except Exception as e:  # noqa: BLE001 - msgpack raises many types on garbage; all mean "malformed"
@@ -300,11 +295,35 @@ def _decode(frames, key, guard):
             f"{PROTOCOL_VERSION}); run the same nbdist version on every task",
             request_id=msg.get("id", 0),
         )
-    if len(used) != len(tensors):
-        raise WireError(f"{len(tensors) - len(used)} tensor frames are not referenced by the header")
+    if len(unpacker.used) != len(tensors):
+        raise WireError(f"{len(tensors) - len(unpacker.used)} tensor frames are not referenced by the header")
     if guard is not None and key is not None:
         guard.check(msg.get("s"), msg.get("id", 0) if isinstance(msg.get("id"), int) else 0)
     return msg
+
+
+class _Unpacker:
+    """Rebuilds the msgpack extensions of a header: arrays over their frames, shared-memory
+    handles, string tensors, tuples (a class for the same reason as `_Packer`)."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.used = set()  # indices of the frames referenced so far
+
+    def ext_hook(self, code, data):
+        if code == _EXT_ARRAY:
+            index, dtype, shape = msgpack.unpackb(data)
+            return _array_from(self.tensors, index, dtype, shape, self.used)
+        if code == _EXT_STRINGS:
+            shape, flat = msgpack.unpackb(data)
+            arr = np.empty(len(flat), dtype=object)
+            arr[:] = flat
+            return arr.reshape(tuple(shape))
+        if code == _EXT_SHM:
+            return _shm_array(msgpack.unpackb(data))
+        if code == _EXT_TUPLE:
+            return tuple(msgpack.unpackb(data, ext_hook=self.ext_hook, raw=False, strict_map_key=False))
+        raise WireError(f"unknown msgpack extension type {code}")
 
 
 def _request_id_of(head):
