@@ -96,6 +96,9 @@ def test_a_64_mib_fetch_and_send_recv_go_through_shared_memory(two_tasks):
         for _ in range(3):
             sess.run(total)
         after = {i: _shm_status(two_tasks, i) for i in (0, 1)}
+        fetched[:4] = -1  # the receiver's own, as an array over a frame is
+        np.testing.assert_array_equal(sess.run(big)[:4], value[:4])
+        fetched[:4] = value[:4]
     # Reused step after step, without waiting for a garbage collection: one segment held by
     # `fetched`, one for the Send/Recv (and one more if task 0 dropped a step's tensor only
     # after answering); a reference cycle holding the views would add one per step.

@@ -4,7 +4,7 @@ A tensor of at least `SHM_MIN_BYTES` sent over a connection whose two ends are l
 addresses is copied into a shared-memory segment of the sender's `SegmentPool`; the
 message carries only a handle ``[name, nonce, dtype, shape]`` inside its (signed) header
 (`nbdist.runtime.wire`). The receiver maps the segment once (mappings are cached), and
-hands out a read-only numpy view of it: no copy on receipt. When the last view of that
+hands out a numpy view of it: no copy on receipt. When the last view of that
 tensor is dropped, the receiver marks the segment free in its header; only then does the
 sender reuse it, so a pool segment's pages stay touched and a transfer costs one memcpy.
 
@@ -230,6 +230,8 @@ class _Mappings:
                 return mm
         mm = _map_peer_segment(name)
         with self._lock:
+            if name in self._maps:  # another thread mapped it meanwhile
+                return self._maps[name]
             self._maps[name] = mm
             self._nbytes += len(mm)
             while self._nbytes > MAPPINGS_MAX_BYTES and len(self._maps) > 1:
@@ -268,7 +270,7 @@ def _map_peer_segment(name):
 
 
 def attach(name, nonce, dtype, shape):
-    """The tensor a handle names: a read-only view of the sender's segment.
+    """The tensor a handle names: a view of the sender's segment.
 
     The segment is marked free (the sender may reuse it) when the last view of the
     returned array is dropped.
@@ -286,8 +288,9 @@ def attach(name, nonce, dtype, shape):
         raise ShmError(f"shared-memory handle for {name!r} claims {nbytes} bytes, the segment holds fewer")
     holder = (ctypes.c_char * max(nbytes, 1)).from_buffer(mm, _HEADER_BYTES)
     weakref.finalize(holder, _mark_free, mm, nonce)
+    # Writable, as an array received in a frame is: until it is dropped the segment is
+    # this receiver's alone (the sender writes it again only once it is marked free).
     array = np.frombuffer(holder, dtype, nbytes // dtype.itemsize).reshape(shape)
-    array.flags.writeable = False
     stats["received"] += 1
     stats["received_bytes"] += nbytes
     return array
