@@ -23,7 +23,9 @@ import tempfile
 
 import zmq
 
-_IPC_DIR = os.path.join(tempfile.gettempdir(), f"nbdist-ipc-{os.geteuid()}")
+
+def _ipc_dir():
+    return os.path.join(tempfile.gettempdir(), f"nbdist-ipc-{os.geteuid()}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -47,15 +49,16 @@ def is_loopback(address):
 
 def _private_dir():
     """The per-user directory of the ipc sockets (mode 0700, owned by this user), or None."""
+    directory = _ipc_dir()
     with contextlib.suppress(FileExistsError):
-        os.mkdir(_IPC_DIR, 0o700)
+        os.mkdir(directory, 0o700)
     try:
-        st = os.lstat(_IPC_DIR)
+        st = os.lstat(directory)
     except OSError:
         return None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         return None  # someone else's, or opened up: do not put sockets there
-    return _IPC_DIR
+    return directory
 
 
 def ipc_path(address):
@@ -69,18 +72,24 @@ def ipc_path(address):
     return os.path.join(directory, f"{ip.replace(':', '_')}-{port}")
 
 
+def _listening(path):
+    """True when a server accepts connections at the Unix socket `path` (a socket file left
+    by a killed server refuses them)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 def connect_endpoint(address, tcp_endpoint):
     """``ipc://path`` when a server listens on `address`'s Unix socket, else `tcp_endpoint`."""
     path = ipc_path(address)
-    if path is None or not os.path.exists(path):
+    if path is None or not os.path.exists(path) or not _listening(path):
         return tcp_endpoint
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)  # a socket file left by a killed server refuses
-    except OSError:
-        return tcp_endpoint
-    finally:
-        probe.close()
     return f"ipc://{path}"
 
 
@@ -88,21 +97,42 @@ def bind_ipc(sock, address):
     """Also binds `sock` on `address`'s Unix socket when it is a loopback address.
 
     Returns ``(path, inode)`` to pass to `unlink_ipc` when the server stops, or None."""
-    path = ipc_path(address)
-    if path is None:
-        return None
-    try:
-        sock.bind(f"ipc://{path}")  # replaces a file left by a killed server of this port
-        return path, os.stat(path).st_ino
-    except (zmq.ZMQError, OSError):
-        return None  # TCP still serves every client
+    for _ in range(2):  # twice: another server may remove the directory as it empties
+        path = ipc_path(address)
+        if path is None:
+            return None
+        try:
+            sock.bind(f"ipc://{path}")  # replaces a file left by a killed server of this port
+            return path, os.stat(path).st_ino
+        except (zmq.ZMQError, OSError):
+            pass
+    return None  # TCP still serves every client
 
 
 def unlink_ipc(bound):
-    """Removes the socket file of `bind_ipc` (unless another server has bound it since)."""
+    """Removes the socket file of `bind_ipc` (unless another server has bound it since), and
+    the directory once it is empty."""
     if bound is None:
         return
     path, inode = bound
     with contextlib.suppress(OSError):
         if os.stat(path).st_ino == inode:
             os.unlink(path)
+    sweep_stale()
+
+
+def sweep_stale():
+    """Removes the socket files of killed servers (nothing listens there), then the
+    directory once it is empty (the last server of this user leaves nothing)."""
+    directory = _ipc_dir()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.lstat(path).st_mode) and not _listening(path):
+                os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
