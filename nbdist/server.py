@@ -165,5 +165,8 @@ if __name__ == "__main__":
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    from nbdist.runtime import shm  # os._exit skips atexit: unlink this process's segments now
+
+    shm.close_pool()
     # Handler threads may be blocked in a step (waiting for a peer): exit without joining them.
     os._exit(code)

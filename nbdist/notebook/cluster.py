@@ -39,7 +39,7 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.notebook import events as events_lib
 from nbdist.notebook import render
-from nbdist.runtime import transport, wire
+from nbdist.runtime import samehost, shm, transport, wire
 from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
 
 READY_TIMEOUT_S = 30.0
@@ -294,6 +294,8 @@ class LocalCluster:
                 task.signal(signal.SIGKILL)
         for task in tasks:
             task.proc.wait()
+        shm.sweep_leftovers()  # what tasks that were SIGKILLed leave: shared-memory segments,
+        samehost.sweep_stale()  # ipc socket files
 
     def restart(self):
         """Stops every task and starts them again at the same addresses, with the same key."""

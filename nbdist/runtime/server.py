@@ -19,7 +19,7 @@ import weakref
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import wire
+from nbdist.runtime import shm, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
@@ -322,6 +322,7 @@ class Server:
             "rss_bytes": _rss_bytes(),
             "requests_served": self._loop.requests_served if self._loop else 0,
             "malformed_requests": self._loop.malformed if self._loop else 0,
+            "shm": dict(shm.stats),  # tensors sent and received through shared memory
         }
 
 

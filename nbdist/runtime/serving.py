@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import transport, wire
+from nbdist.runtime import samehost, shm, transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
@@ -113,6 +113,10 @@ class ServingLoop:
                 "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose "
                 "another port",
             ) from None
+        self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
+        self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
+        if self._local and shm.enabled():
+            shm.sweep_leftovers()  # segments of tasks killed before (SIGKILL leaves them)
         self._inbox_address = f"inproc://nbdist-inbox-{id(self)}"
         self._inbox = ctx.socket(zmq.PULL)
         self._inbox.bind(self._inbox_address)
@@ -162,6 +166,7 @@ class ServingLoop:
             self.guard(fn)
         self._router.close(linger=0)
         self._inbox.close(linger=0)
+        samehost.unlink_ipc(self._ipc)
 
     def _poll_timeout_ms(self):
         if not self._timers:
@@ -270,7 +275,7 @@ class ServingLoop:
 
     def _encode_reply(self, reply_type, body, request_id):
         try:
-            return wire.encode(reply_type, request_id, body, self._key)
+            return wire.encode(reply_type, request_id, body, self._key, local=self._local)
         except (TypeError, ValueError) as e:
             return wire.encode("Error", request_id, wire.error_body(e, self.task), self._key)
 
@@ -282,8 +287,10 @@ class ServingLoop:
         if self.on_io_thread:
             self.send_to(identity, frames)
             return
-        with contextlib.suppress(zmq.Again):  # only when the loop stopped meanwhile
+        try:
             wire.send_frames(self._outbox(), frames, prefix=[identity])
+        except zmq.Again:  # only when the loop stopped meanwhile
+            wire.discard(frames)
 
     def send_to(self, identity, frames):
         """Sends encoded `frames` to the peer `identity` (I/O thread only).
@@ -294,6 +301,7 @@ class ServingLoop:
         try:
             wire.send_frames(self._router, frames, prefix=[identity], flags=zmq.DONTWAIT)
         except zmq.ZMQError:  # EHOSTUNREACH (ROUTER_MANDATORY) or EAGAIN
+            wire.discard(frames)  # never sent: its shared-memory segments are free again
             return False
         return True
 
@@ -327,6 +335,8 @@ class ServingLoop:
             for s in self._outbox_sockets:
                 s.close(linger=0)
             self._outbox_sockets.clear()
+        if self._local and shm.enabled():
+            shm.sweep_leftovers()
 
 
 class PeerChannels:

@@ -17,7 +17,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime import wire
+from nbdist.runtime import samehost, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
@@ -106,7 +106,8 @@ class Channel:
         self.disconnected_at = None
         self.refused_since = None  # first refused attempt since the last connection
         self.created_at = time.monotonic()
-        self.socket.connect(zmq_endpoint(address))
+        self.local = samehost.is_loopback(address)  # large tensors go through shared memory
+        self.socket.connect(samehost.connect_endpoint(address, zmq_endpoint(address)))
 
     def close(self):
         if self.socket.closed:
@@ -145,7 +146,12 @@ class Channel:
 
     def send(self, msg_type, body, request_id=None):
         request_id = request_id or next(_request_ids)
-        wire.send_frames(self.socket, wire.encode(msg_type, request_id, body, self.key, self.stamp))
+        frames = wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local)
+        try:
+            wire.send_frames(self.socket, frames)
+        except BaseException:
+            wire.discard(frames)
+            raise
         return request_id
 
     def unavailable(self, waited_s, what):
@@ -203,7 +209,7 @@ class Channel:
             if not self.socket.poll(wait_ms):
                 continue
             frames = self.socket.recv_multipart(copy=False)
-            msg = wire.decode(frames, self.key)
+            msg = wire.decode(frames, self.key, peer=f"{self.name} at {self.address}")
             unmatched_error = msg["type"] == "Error" and msg.get("id") == 0  # undecodable request
             if msg.get("id") != request_id and not unmatched_error:
                 continue  # a late reply to an earlier call that gave up

@@ -36,6 +36,7 @@ import msgpack
 import numpy as np
 
 from nbdist import errors
+from nbdist.runtime import shm
 
 PROTOCOL_VERSION = 1
 MAX_HEADER_BYTES = 64 * 2**20
@@ -45,6 +46,7 @@ KEY_ENV = "NBDIST_CLUSTER_KEY"
 _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
+_EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/shm.py)
 _COPY_THRESHOLD = 65536  # smaller frames are copied: cheaper than zero-copy bookkeeping (pyzmq docs)
 # A signed request older than this is refused (so a receiver need remember each sender's last
 # stamp only this long); also the clock difference tolerated between hosts.
@@ -154,7 +156,52 @@ class ReplayGuard:
         raise WireError(f"replayed message refused: {what}", "UNAUTHENTICATED", request_id)
 
 
-def encode(msg_type, request_id, body, key=None, stamp=None):
+class Frames(list):
+    """An encoded message; `segments` are the shared-memory handles it carries."""
+
+    segments = ()
+
+
+def discard(frames):
+    """Frees the shared-memory segments of encoded `frames` that will never be sent."""
+    for name, nonce in frames.segments:
+        shm.pool().release(name, nonce)
+
+
+class _Packer:
+    """Turns the arrays, numpy scalars and tuples of a body into msgpack extensions.
+
+    (A class, not a closure calling itself: that would be a reference cycle keeping the
+    sent arrays - and shared-memory segments - alive until the next garbage collection.)
+    """
+
+    def __init__(self, use_shm):
+        self.use_shm = use_shm
+        self.buffers = []  # arrays sent as raw frames
+        self.segments = []  # (name, nonce) of the arrays sent through shared memory
+
+    def default(self, obj):
+        if isinstance(obj, np.ndarray):
+            if obj.dtype == object or obj.dtype.kind in "SU":
+                flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
+                return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
+            arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
+            if self.use_shm and arr.nbytes >= shm.SHM_MIN_BYTES:
+                handle = shm.pool().put(arr)
+                if handle is not None:
+                    self.segments.append((handle[0], handle[1]))
+                    return msgpack.ExtType(_EXT_SHM, msgpack.packb(handle))
+            self.buffers.append(arr)
+            meta = [len(self.buffers) - 1, arr.dtype.str, list(arr.shape)]
+            return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
+        if isinstance(obj, np.generic):
+            return self.default(np.asarray(obj))
+        if isinstance(obj, tuple):
+            return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=self.default))
+        raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
+
+
+def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
     """Frames for one message: ``[signature, header, *tensor_buffers]``.
 
     Args:
@@ -163,33 +210,28 @@ def encode(msg_type, request_id, body, key=None, stamp=None):
         key: the cluster key (bytes) to sign with, or None.
         stamp: the `SenderStamp` of the sending channel: a signed request carries its next
             stamp (replies, matched to their request by id, need none).
+        local: both ends are loopback addresses: tensors of at least `shm.SHM_MIN_BYTES`
+            travel in shared memory (`nbdist.runtime.shm`), only their handles in the header.
     """
-    buffers = []
-
-    def default(obj):
-        if isinstance(obj, np.ndarray):
-            if obj.dtype == object or obj.dtype.kind in "SU":
-                flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
-                return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), flat]))
-            arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
-            buffers.append(arr)
-            meta = [len(buffers) - 1, arr.dtype.str, list(arr.shape)]
-            return msgpack.ExtType(_EXT_ARRAY, msgpack.packb(meta))
-        if isinstance(obj, np.generic):
-            return default(np.asarray(obj))
-        if isinstance(obj, tuple):
-            return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=default))
-        raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
-
+    packer = _Packer(local and shm.enabled())
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
     if key is not None and stamp is not None:
         header["s"] = stamp.next()
-    head = msgpack.packb(header, default=default, use_bin_type=True, strict_types=True)
+    try:
+        head = msgpack.packb(header, default=packer.default, use_bin_type=True, strict_types=True)
+    except BaseException:
+        for name, nonce in packer.segments:
+            shm.pool().release(name, nonce)
+        raise
+    buffers, segments = packer.buffers, packer.segments
     frames = [head, *[memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]]
-    return [_sign(key, frames), *frames]
+    out = Frames([_sign(key, frames), *frames])
+    if segments:
+        out.segments = segments
+    return out
 
 
-def decode(frames, key=None, guard=None):
+def decode(frames, key=None, guard=None, peer=""):
     """The message of `frames` as a dict (``type``, ``id`` and body), arrays rebuilt in place.
 
     `frames` are bytes or `zmq.Frame`s (received with ``copy=False``: arrays then view
@@ -200,11 +242,22 @@ def decode(frames, key=None, guard=None):
         key: the cluster key its signature must verify with (None: unsigned cluster).
         guard: a `ReplayGuard` (a server's requests): with a key, the message's sender
             stamp must be new to it.
+        peer: who sent it (``/job:ps/task:0 at host:port``), named in errors.
 
     Raises:
         WireError: unsigned or badly signed (when `key` is set), replayed (with `guard`),
-            wrong version, too many/too large frames, or undecodable header.
+            wrong version, too many/too large frames, undecodable header, or a shared-memory
+            handle that cannot be attached.
     """
+    try:
+        return _decode(frames, key, guard)
+    except WireError as e:
+        if peer:
+            e.args = (f"{e} (from {peer})",)
+        raise
+
+
+def _decode(frames, key, guard):
     if len(frames) < 2:
         raise WireError(f"a message needs at least 2 frames (signature, header), got {len(frames)}")
     if len(frames) > MAX_FRAMES + 2:
@@ -227,23 +280,9 @@ def decode(frames, key=None, guard=None):
             )
     if head.nbytes > MAX_HEADER_BYTES:
         raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
-    used = set()
-
-    def ext_hook(code, data):
-        if code == _EXT_ARRAY:
-            index, dtype, shape = msgpack.unpackb(data)
-            return _array_from(tensors, index, dtype, shape, used)
-        if code == _EXT_STRINGS:
-            shape, flat = msgpack.unpackb(data)
-            arr = np.empty(len(flat), dtype=object)
-            arr[:] = flat
-            return arr.reshape(tuple(shape))
-        if code == _EXT_TUPLE:
-            return tuple(msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False))
-        raise WireError(f"unknown msgpack extension type {code}")
-
+    unpacker = _Unpacker(tensors)
     try:
-        msg = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, strict_map_key=False)
+        msg = msgpack.unpackb(head, ext_hook=unpacker.ext_hook, raw=False, strict_map_key=False)
     except WireError:
         raise
     except Exception as e:  # noqa: BLE001 - msgpack raises many types on garbage; all mean "malformed"
@@ -256,11 +295,35 @@ def decode(frames, key=None, guard=None):
             f"{PROTOCOL_VERSION}); run the same nbdist version on every task",
             request_id=msg.get("id", 0),
         )
-    if len(used) != len(tensors):
-        raise WireError(f"{len(tensors) - len(used)} tensor frames are not referenced by the header")
+    if len(unpacker.used) != len(tensors):
+        raise WireError(f"{len(tensors) - len(unpacker.used)} tensor frames are not referenced by the header")
     if guard is not None and key is not None:
         guard.check(msg.get("s"), msg.get("id", 0) if isinstance(msg.get("id"), int) else 0)
     return msg
+
+
+class _Unpacker:
+    """Rebuilds the msgpack extensions of a header: arrays over their frames, shared-memory
+    handles, string tensors, tuples (a class for the same reason as `_Packer`)."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.used = set()  # indices of the frames referenced so far
+
+    def ext_hook(self, code, data):
+        if code == _EXT_ARRAY:
+            index, dtype, shape = msgpack.unpackb(data)
+            return _array_from(self.tensors, index, dtype, shape, self.used)
+        if code == _EXT_STRINGS:
+            shape, flat = msgpack.unpackb(data)
+            arr = np.empty(len(flat), dtype=object)
+            arr[:] = flat
+            return arr.reshape(tuple(shape))
+        if code == _EXT_SHM:
+            return _shm_array(msgpack.unpackb(data))
+        if code == _EXT_TUPLE:
+            return tuple(msgpack.unpackb(data, ext_hook=self.ext_hook, raw=False, strict_map_key=False))
+        raise WireError(f"unknown msgpack extension type {code}")
 
 
 def _request_id_of(head):
@@ -307,6 +370,23 @@ def _array_from(tensors, index, dtype, shape, used):
         )
     used.add(index)
     return np.frombuffer(buf, dtype=dt).reshape(tuple(shape))
+
+
+def _shm_array(handle):
+    if not (isinstance(handle, list) and len(handle) == 4):
+        raise WireError(f"bad shared-memory handle {handle!r}")
+    name, nonce, dtype, shape = handle
+    if not (isinstance(name, str) and isinstance(nonce, int) and isinstance(dtype, str)):
+        raise WireError(f"bad shared-memory handle {handle!r}")
+    dt = _numeric_dtype(dtype)
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError(f"bad tensor shape {shape!r}")
+    if math.prod(shape) * dt.itemsize > MAX_TENSOR_BYTES:
+        raise WireError(f"shared-memory tensor {dtype}{shape} exceeds the {MAX_TENSOR_BYTES}-byte bound")
+    try:
+        return shm.attach(name, nonce, dt, tuple(shape))
+    except shm.ShmError as e:
+        raise WireError(str(e)) from None
 
 
 def error_body(exc, task=""):
