@@ -267,10 +267,11 @@ def _write_report(args, argv, md, progress, elapsed, accuracy, cluster):
         "accuracy": f"{accuracy:.1%} on all {3 * EXAMPLES_PER_CLASS} examples",
         "traced step": {
             "in-graph": "the one client's step: every tower, the averaging and the update",
-            "async": "worker 0's graph (each worker's client builds its own), run once more from "
-            "this process after training",
-            "sync": "worker 0's forward and backward pass with a plain (asynchronous) update, run "
-            "once more from this process after training (a synchronous step needs every replica)",
+            "async": "one of worker 0's own steps from the middle of training, traced by its client "
+            "(in its process): its forward and backward pass and its update of the ps",
+            "sync": "one of worker 0's own steps from the middle of training, traced by its client "
+            "(in its process): its gradients into the accumulators on the ps and its token taken "
+            "from the token queue (the chief's queue runner applies the average apart from it)",
         }[args.mode],
         "options": " ".join(argv) or "(the defaults)",
     }

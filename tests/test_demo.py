@@ -73,6 +73,16 @@ class ExternalRefs(html.parser.HTMLParser):
                 self.refs.append(value)
 
 
+# What only a synchronous step runs: each gradient into its accumulator on the ps, a token from the queue.
+SYNC_OPS = {"AccumulatorApplyGradient", "sync_token_q", "QueueDequeueV2"}
+
+
+def traced_step(report, section):
+    """Node names and op types drawn in one picture of the report's traced step."""
+    picture = report.split(f'class="nbdist-picture {section}">', 1)[1].split("</svg>", 1)[0]
+    return set(re.findall(r"[A-Za-z_][\w/]*", picture))
+
+
 # -- no processes --------------------------------------------------------------------------------------
 def test_help_describes_every_option_in_plain_text():
     text = demo.parser("nbdist demo").format_help()
@@ -177,7 +187,12 @@ def test_sync_demo_with_a_backup_worker_trains_and_every_worker_stops(tmp_path):
     per_worker = dict(re.findall(r"(worker:\d) (\d+)", text.split("steps per worker:", 1)[1].splitlines()[0]))
     assert set(per_worker) == {"worker:0", "worker:1", "worker:2"}
     assert re.search(r"sync: trained (5\d|6\d) global steps", text), text[-600:]
-    assert "SyncReplicasOptimizer, 2 of 3 gradients per step" in (tmp_path / "s.html").read_text()
+    report = (tmp_path / "s.html").read_text()
+    assert "SyncReplicasOptimizer, 2 of 3 gradients per step" in report
+    for section in ("nbdist-graph", "nbdist-timeline"):  # a real synchronous step was traced
+        names = traced_step(report, section)
+        assert names >= SYNC_OPS, (section, SYNC_OPS - names)
+    assert "ConditionalAccumulator" in traced_step(report, "nbdist-graph")  # the accumulators, drawn
 
 
 @pytest.mark.slow
@@ -190,7 +205,10 @@ def test_async_demo_each_worker_is_its_own_client(tmp_path):
     assert set(per_worker) == {"worker:0", "worker:1"} and all(int(n) > 0 for n in per_worker.values())
     assert re.search(r"async: trained (8\d) global steps", text), text[-600:]
     report = (tmp_path / "a.html").read_text()
-    assert "between-graph replication, asynchronous" in report and "worker 0&#x27;s graph" in report
+    assert "between-graph replication, asynchronous" in report and "worker 0&#x27;s own steps" in report
+    for section in ("nbdist-graph", "nbdist-timeline"):  # worker 0's own update, nothing synchronous
+        names = traced_step(report, section)
+        assert "ApplyAdam" in names and names.isdisjoint(SYNC_OPS), (section, names & SYNC_OPS)
     assert [p.name for p in tmp_path.iterdir()] == ["a.html"]
 
 

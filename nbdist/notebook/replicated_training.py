@@ -32,6 +32,7 @@ import numpy as np
 import nbdist as tf
 from nbdist.notebook import task_exec
 from nbdist.notebook.cluster import LocalCluster
+from nbdist.task.events import trace_event
 
 MODES = ("in-graph", "async", "sync")
 INIT_WAIT_S = 30.0  # how long a non-chief worker waits for the chief to initialise the variables
@@ -117,7 +118,10 @@ class Result:
     Attributes:
         steps_per_worker: between-graph modes: ``{"worker:0": local steps, ...}``; else None.
         accuracy: on all the data after training (None when stopped early).
-        run_metadata: the traced step's `tf.RunMetadata` when asked for (``trace=True``).
+        run_metadata: the traced step when asked for (``trace=True``): in-graph, the client's
+            `tf.RunMetadata`; between-graph, the chief worker's own step as a ``trace`` event
+            dict (`nbdist.task.events.trace_event`), drawn alike by the graph, placement and
+            timeline views.
         stopped: True when `stop` ended the run before its last step.
     """
 
@@ -242,7 +246,9 @@ def train(cluster, settings, on_event, stop=None, streams=None, trace=False):
         stop: a `threading.Event`; once set, the run ends at the next step (the between-graph
             clients are interrupted) and the result says ``stopped``.
         streams: ``{"stdout": file, "stderr": file}`` for the worker clients' output.
-        trace: run one more step with ``FULL_TRACE`` after training (`Result.run_metadata`).
+        trace: trace one training step (`Result.run_metadata`): in-graph, one more step after
+            training; between-graph, one of the chief worker's own steps from the middle of
+            training on (`StepTracer`), so a sync trace shows the accumulators and token queue.
 
     Returns:
         A `Result`.
@@ -279,12 +285,14 @@ def _between_graph(cluster, settings, data, labels, on_event, stop, streams, tra
     ``%%dtf_worker``-style cell; their `tf.report` events come back on the cluster's stream."""
     unsubscribe = cluster.events.subscribe(lambda e: e.get("kind") == "metric" and on_event(e))
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(settings.workers)]
+    kwargs = {"n_ps": settings.ps, "steps": settings.steps, "batch": settings.batch, "seed": settings.seed}
     if settings.mode == "sync":
-        worker_fn, extra = "sync_worker", [settings.aggregated, settings.workers]
+        worker_fn = "sync_worker"
+        kwargs.update(aggregate=settings.aggregated, total=settings.workers)
     else:
-        worker_fn, extra = "async_worker", []
-    call = json.dumps([settings.ps, settings.steps, settings.batch, settings.seed, *extra])
-    code = f"import {__name__} as run\nrun.{worker_fn}(server, task_index, *{call})"
+        worker_fn = "async_worker"
+    call = f"run.{worker_fn}(server, task_index, trace={bool(trace)}, **{json.dumps(kwargs)})"
+    code = f"import {__name__} as run\n{call}"
     try:
         results = task_exec.run_cell(tasks, code, cluster.key, streams=streams, cancel=stop)
     except tf.errors.CancelledError:
@@ -292,13 +300,16 @@ def _between_graph(cluster, settings, data, labels, on_event, stop, streams, tra
     finally:
         time.sleep(EVENTS_IN_FLIGHT_S)
         unsubscribe()
-    # Accuracy (and the traced step): worker 0's graph, run once more from this process after
-    # training (the variables live on the ps, so this client sees what the workers trained).
+    result = Result(
+        steps_per_worker={task: r["local_steps"] for task, r in sorted(results.items())},
+        run_metadata=results["worker:0"]["trace"] if trace else None,
+    )
+    # Accuracy: worker 0's graph, run from this process after training (the variables live on
+    # the ps, so this client sees what the workers trained).
     model = build_replica(0, settings.ps, seed=settings.seed)
     with model["graph"].as_default(), tf.Session(cluster.target("worker", 0)) as sess:
         rng = np.random.RandomState(settings.seed)
-        result = Result(steps_per_worker=dict(sorted(results.items())))
-        return _finish(sess, model, data, labels, rng, settings.batch, trace, result)
+        return _finish(sess, model, data, labels, rng, settings.batch, False, result)
 
 
 def _finish(sess, model, data, labels, rng, batch, trace, result):
@@ -325,12 +336,13 @@ def _traced_step(sess, model, data, labels, rng, batch):
 
 
 # -- the worker clients (run in the worker tasks' processes) ----------------------------------------------
-def async_worker(server, task_index, n_ps, steps, batch, seed):
+def async_worker(server, task_index, n_ps, steps, batch, seed, trace=False):
     """The training loop of one worker's own client (runs in the worker task's process).
 
     The chief (task 0) initialises the shared variables; the others wait (bounded) until they
     can read them. Each then trains until the shared global step reaches `steps`, reporting its
-    loss after every step with `tf.report`. Returns the number of steps this worker ran.
+    loss after every step with `tf.report`. Returns ``{"local_steps": steps this worker ran,
+    "trace": the chief's traced step (`StepTracer`) or None}``.
     """
     data, labels = spirals(EXAMPLES_PER_CLASS, seed=seed)
     model = build_replica(task_index, n_ps, seed=seed)
@@ -341,25 +353,29 @@ def async_worker(server, task_index, n_ps, steps, batch, seed):
             sess.run(model["init"])
         _wait_until_initialized(sess, model["params"] + [global_step], task_index)
         stale = tf.train.staleness.of(model["train_op"])  # other updates that landed meanwhile
+        tracer = StepTracer(steps if trace and task_index == 0 else None)
         local_step, step = 0, 0
         while step < steps:
             _, loss, step, staleness = sess.run(
                 [model["train_op"], tower["loss"], global_step, stale],
                 _feed([tower], data, labels, rng, batch),
+                **tracer.run_kwargs(step),
             )
+            tracer.ran(step)
             local_step += 1
             tf.report(step=int(step), loss=float(loss), local_step=local_step, staleness=int(staleness))
-    return local_step
+    return {"local_steps": local_step, "trace": tracer.event}
 
 
-def sync_worker(server, task_index, n_ps, steps, batch, seed, aggregate, total):
+def sync_worker(server, task_index, n_ps, steps, batch, seed, aggregate, total, trace=False):
     """One worker's client in synchronous training (runs in the worker task's process).
 
     A `MonitoredTrainingSession` with the SyncReplicasOptimizer's hook and a `StopAtStepHook`:
     the chief initialises and runs the queue runner that applies the averaged gradients; when
     it stops it closes the token queue, and every other worker stops cleanly. Each step
     reports its loss and whether this worker's gradient was dropped (it came too late).
-    Returns the number of steps this worker ran.
+    Returns ``{"local_steps": steps this worker ran, "trace": the chief's traced step
+    (`StepTracer`: its gradients into the accumulators, its token from the queue) or None}``.
     """
     data, labels = spirals(EXAMPLES_PER_CLASS, seed=seed)
     model = build_replica(task_index, n_ps, seed=seed, sync=(aggregate, total))
@@ -371,7 +387,8 @@ def sync_worker(server, task_index, n_ps, steps, batch, seed, aggregate, total):
             model["optimizer"].make_session_run_hook(task_index == 0),
             tf.train.StopAtStepHook(last_step=steps),
         ]
-        local_step = 0
+        tracer = StepTracer(steps if trace and task_index == 0 else None)
+        local_step, step = 0, 0
         with tf.train.MonitoredTrainingSession(
             master=server.target, is_chief=task_index == 0, hooks=hooks
         ) as sess:
@@ -379,10 +396,47 @@ def sync_worker(server, task_index, n_ps, steps, batch, seed, aggregate, total):
                 _, loss, step, lost = sess.run(
                     [model["train_op"], tower["loss"], global_step, dropped],
                     _feed([tower], data, labels, rng, batch),
+                    **tracer.run_kwargs(step),
                 )
+                tracer.ran(step)
                 local_step += 1
                 tf.report(step=int(step), loss=float(loss), local_step=local_step, dropped=int(lost))
-    return local_step
+    return {"local_steps": local_step, "trace": tracer.event}
+
+
+class StepTracer:
+    """Traces one step of a worker's training loop: the first from the middle of training on.
+
+    A steady-state step (its partitions registered long before, the queues and accumulators
+    busy with every replica's work), not the first or the last. ``StepTracer(None)`` traces
+    nothing (a worker that is not asked to).
+
+        tracer = StepTracer(steps)
+        while ...:
+            step = sess.run(fetches, feed, **tracer.run_kwargs(step))[...]
+            tracer.ran(step)
+        tracer.event  # a ``trace`` event dict (`trace_event`), or None
+    """
+
+    def __init__(self, steps):
+        self._from_step = None if steps is None else steps // 2  # the middle of training
+        self._md = None
+        self.event = None
+
+    def run_kwargs(self, global_step):
+        """``sess.run`` keyword arguments for the next step (tracing it, or not), given the
+        global step the previous one returned."""
+        if self._from_step is None or self.event is not None or global_step < self._from_step:
+            self._md = None
+            return {}
+        self._md = tf.RunMetadata()
+        return {"options": tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), "run_metadata": self._md}
+
+    def ran(self, global_step):
+        """The step `run_kwargs` was asked for ran and returned `global_step`."""
+        if self._md is not None:
+            self.event = trace_event(self._md, step=int(global_step))
+            self._md = None
 
 
 def _wait_until_initialized(sess, variables, task_index):

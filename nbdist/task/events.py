@@ -186,13 +186,44 @@ def _as_float(name, value):
     raise TypeError(f"report() metric {name!r} must be a number (float, int, numpy scalar), got {value!r}")
 
 
+def trace_event(run_metadata, step=None):
+    """A traced step (a `tf.RunMetadata` filled with ``FULL_TRACE``) as a ``trace`` event dict.
+
+    Plain data (op spans and transfers per task, the service calls, the partition graphs) that
+    travels anywhere: `report_trace` publishes it, a ``%%dtf_worker`` cell may return it, and
+    ``tf.show_graph`` / ``show_placement`` / ``show_timeline`` (and the demo's report) draw it
+    as they draw a `tf.RunMetadata`.
+
+    Args:
+        run_metadata: the `tf.RunMetadata` passed to ``sess.run(..., run_metadata=md)``.
+        step: the step number to label it with, or None.
+    """
+    dev_stats = [
+        {
+            "device": d.device,
+            "node_stats": list(d.node_stats),
+            "resource_events": list(getattr(d, "resource_events", [])),
+            "transfers": list(getattr(d, "transfers", None) or []),
+            "pid": getattr(d, "pid", None),
+        }
+        for d in run_metadata.step_stats.dev_stats
+    ]
+    return {
+        "kind": "trace",
+        "step": step,
+        "time": time.time(),
+        "dev_stats": dev_stats,
+        "service_calls": list(getattr(run_metadata, "service_calls", [])),
+        "partition_graphs": list(getattr(run_metadata, "partition_graphs", None) or []),
+    }
+
+
 def report_trace(run_metadata, step=None):
     """Publishes a traced step (a `tf.RunMetadata` filled with ``FULL_TRACE``) as a ``trace`` event.
 
-    The event is the step's RunMetadata as plain data (op spans and transfers per task, the
-    service calls, the partition graphs), so the notebook draws a step a task traced as it
-    draws its own: ``tf.show_graph(event)``, ``tf.show_placement(event)``,
-    ``tf.show_timeline(event)``.
+    The event is `trace_event`: the step's RunMetadata as plain data, so the notebook draws a
+    step a task traced as it draws its own: ``tf.show_graph(event)``,
+    ``tf.show_placement(event)``, ``tf.show_timeline(event)``.
 
     Args:
         run_metadata: the `tf.RunMetadata` passed to ``sess.run(..., run_metadata=md)``.
@@ -207,26 +238,7 @@ def report_trace(run_metadata, step=None):
         sess.run(train_op, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
         tf.report_trace(md, step=1)
     """
-    dev_stats = [
-        {
-            "device": d.device,
-            "node_stats": list(d.node_stats),
-            "resource_events": list(getattr(d, "resource_events", [])),
-            "transfers": list(getattr(d, "transfers", None) or []),
-            "pid": getattr(d, "pid", None),
-        }
-        for d in run_metadata.step_stats.dev_stats
-    ]
-    return publish(
-        {
-            "kind": "trace",
-            "step": step,
-            "time": time.time(),
-            "dev_stats": dev_stats,
-            "service_calls": list(getattr(run_metadata, "service_calls", [])),
-            "partition_graphs": list(getattr(run_metadata, "partition_graphs", None) or []),
-        }
-    )
+    return publish(trace_event(run_metadata, step))
 
 
 def rss_bytes():
