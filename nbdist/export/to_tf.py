@@ -112,6 +112,15 @@ class TensorFlowExport:
                 sess.run(tf1.variables_initializer(saved))
                 return saver.save(sess, save_path, write_meta_graph=False)
 
+    def export_meta_graph(self, filename):
+        """Writes the graph as TensorFlow's MetaGraphDef at `filename`, with a ``tf.train.Saver``
+        of the variables (``tf1.train.import_meta_graph(filename)`` returns it). Returns `filename`."""
+        tf1 = _tf1()
+        with self.graph.as_default():
+            saver = tf1.train.Saver(list(self.variables.values()), name="export_saver")
+            tf1.train.export_meta_graph(filename, graph=self.graph, saver_def=saver.as_saver_def())
+        return filename
+
     def __repr__(self):
         return (
             f"<TensorFlowExport: {len(self.graph.get_operations())} ops, {len(self.variables)} variables, "
@@ -492,7 +501,7 @@ def _variables(tf1, graph, tf_graph):
                     snapshot_name=var.value().name,
                     trainable=bool(getattr(var, "trainable", True)),
                 )
-                out[name] = tf1.Variable(variable_def=var_def)
+                out[name] = tf1.Variable(variable_def=var_def, use_resource=False)  # ref, as nbdist
             tf_graph.add_to_collection(key, out[name])
     return out
 
