@@ -296,3 +296,28 @@ def test_a_tensorflow_op_nbdist_lacks_is_named(tf1_graph_mode):
         UnsupportedOpError, match=r"node 'det' of the TensorFlow GraphDef is a MatrixDeterminant op"
     ):
         tf.import_graph_def(graph.as_graph_def())
+
+
+def test_nbdists_own_ops_run_as_their_tensorflow_subgraphs(tf1_graph_mode):
+    """GatherDropNegatives (a segment sum's gradient), BooleanMaskNot (uninitialized variables'
+    report) and _ReadVariableNow, each exported as a small TensorFlow subgraph."""
+    from nbdist.ops.state_ops import read_variable_now
+
+    data = tf.Variable(RNG.randn(4, 3).astype(np.float32), name="data")
+    ids = tf.constant([0, 2, -1, 0], name="ids")
+    total = tf.reduce_sum(tf.square(tf.unsorted_segment_sum(data, ids, 3)), name="total")
+    [grad] = tf.gradients(total, [data])
+    assert any(op.type == "GatherDropNegatives" for op in tf.get_default_graph().get_operations())
+    report = tf.report_uninitialized_variables()
+    now = read_variable_now(data)
+    with tf.Session() as sess:
+        uninitialized = sess.run(report)
+        sess.run(tf.global_variables_initializer())
+        expected = sess.run([total, grad, now])
+        exported = to_tensorflow(session=sess)
+    tf1 = tf1_graph_mode
+    with tf1.Session(graph=exported.graph) as tf_sess:
+        assert list(tf_sess.run(exported[report.name])) == list(uninitialized) == [b"data"]
+        exported.initialize(tf_sess)
+        got = tf_sess.run([exported[t.name] for t in (total, grad, now)])
+    _assert_close([expected], [got])
