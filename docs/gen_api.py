@@ -45,6 +45,10 @@ task, gradients averaged on the ps),
 `tf.contrib.training`), and `tf.train.ReportHook(tensors, every_n_steps=1, train_op=None)`, a
 session-run hook that feeds the notebook's live dashboard (it calls `tf.report` with the
 tensors, the global step, steps/s and the staleness or dropped gradients of `train_op`).
+`tf.export.to_tensorflow(graph, session=..., checkpoint=..., keep=..., clear_devices=...)`
+builds the graph in real TensorFlow (`tensorflow.compat.v1`, the `[tf]` extra;
+`docs/export.md`), `tf.import_graph_def` also takes TF's `GraphDef` protos, and the views
+below take real TF's `RunMetadata` / `GraphDef` protos.
 `tf.summary` writes event files with the optional `[summary]` extra
 (`pip install 'nbdist[summary]'`).
 The notebook side (loaded on first use) adds `tf.LocalCluster`,

@@ -8,6 +8,7 @@ A TF name nbdist does not support raises an `AttributeError` that says so.
 from nbdist import errors
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
+from nbdist.export.from_tf import import_graph_def  # nbdist's, also taking TF's GraphDef protos
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (
     DType,
@@ -42,7 +43,6 @@ from nbdist.graph.graph import (
     name_scope,
     reset_default_graph,
 )
-from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
@@ -115,9 +115,14 @@ _NOTEBOOK_NAMES = {
     "Playground": "nbdist.notebook.widgets",
     "export_chrome_trace": "nbdist.notebook.trace",
 }
+_MODULES = ("export",)  # tf.export: graduation to real TensorFlow (imports TensorFlow on use)
 
 
 def __getattr__(name):
+    if name in _MODULES:
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(f"nbdist.{name}")
     module = _NOTEBOOK_NAMES.get(name)
     if module is not None:
         import importlib  # noqa: PLC0415

@@ -2,6 +2,7 @@
 
 Commands:
     demo    a local cluster trains a model; writes an HTML report (``nbdist demo --help``)
+    export  a model built by an nbdist script, for real TensorFlow (``nbdist export --help``)
 """
 
 import argparse
@@ -9,6 +10,7 @@ import sys
 
 _COMMANDS = {
     "demo": "start a local cluster, train a model across it, write an HTML report, stop the cluster",
+    "export": "write a model built by an nbdist script as a TensorFlow MetaGraph and checkpoint (--tf)",
 }
 
 
@@ -29,6 +31,10 @@ def main(argv=None):
         parser.print_help()
         return 2
     ns = parser.parse_args(argv[:1])  # only the command: its options are its own parser's
+    if ns.command == "export":
+        from nbdist.export import cli  # noqa: PLC0415 - loads TensorFlow only when run
+
+        return cli.main(argv[1:], prog="nbdist export")
     from nbdist import demo  # noqa: PLC0415 - loads the runtime and notebook layers only when run
 
     return {"demo": demo.main}[ns.command](argv[1:], prog=f"nbdist {ns.command}")

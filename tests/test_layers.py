@@ -38,6 +38,9 @@ LAYER_OF = {
     "nbdist.task": "task",
     "nbdist.train": "train",
     "nbdist.summary": "train",  # tf.summary (lands with the summary work): graph and ops only
+    # Graduation to real TensorFlow: reads graphs, the op registry, sessions and checkpoints;
+    # the notebook's views read TF's protos through it.
+    "nbdist.export": "train",
     "nbdist.notebook": "notebook",
     # The `tf` namespaces: re-exports of every layer below the notebook (whose names the
     # facade loads lazily, from strings).

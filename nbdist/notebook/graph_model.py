@@ -8,7 +8,9 @@ Three inputs describe a graph (`graph_model` normalises them once into a `GraphM
   partition per task, where each cross-task edge became a ``_Send``/``_Recv`` pair;
 - a GraphDef dict (``{"node": [...]}``);
 - a ``trace`` event (`report_trace`): a step another client (a ``%%dtf_worker`` task) traced,
-  as plain data; drawn like its RunMetadata.
+  as plain data; drawn like its RunMetadata;
+- real TensorFlow's ``RunMetadata`` and ``GraphDef`` protos (a traced step of a TF 1.x /
+  ``compat.v1`` cluster), read by `nbdist.export.tf_protos` into the two forms above.
 
 Colours encode tasks: one hue per job (ps orange, worker blue, chief green, ...) and one
 shade per task, the same before and after placement. Name scopes (and series of numbered
@@ -20,6 +22,7 @@ import collections
 import difflib
 import re
 
+from nbdist.export.tf_protos import as_nbdist
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph import Operation, Tensor, graph_element
 from nbdist.graph.graph_def import node_def_of, nodes_from_graph_def
@@ -216,7 +219,8 @@ def fetch_graph(fetch):
 
 
 def graph_model(obj):
-    """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata, GraphDef dict or ``trace`` event.
+    """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata, GraphDef dict or ``trace``
+    event; or of real TensorFlow's ``RunMetadata`` / ``GraphDef`` proto.
 
     Raises:
         ValueError: a RunMetadata without partition graphs (not a traced distributed step).
@@ -224,6 +228,7 @@ def graph_model(obj):
     """
     if isinstance(obj, GraphModel):
         return obj
+    obj = as_nbdist(obj)
     if hasattr(obj, "partition_graphs") and hasattr(obj, "step_stats"):
         transfers = [getattr(d, "transfers", None) for d in obj.step_stats.dev_stats]
         return _placed_model(obj.partition_graphs, transfers)
@@ -238,7 +243,7 @@ def graph_model(obj):
         return GraphModel(nodes, "placed" if any(n.op in TRANSFER_OPS for n in nodes) else "requested")
     raise TypeError(
         f"cannot draw {type(obj).__name__}: pass a tf.Graph, a tf.Session, a traced tf.RunMetadata, "
-        "a GraphDef dict or a 'trace' event"
+        "a GraphDef dict or a 'trace' event (or real TensorFlow's RunMetadata / GraphDef proto)"
     )
 
 

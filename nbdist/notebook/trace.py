@@ -18,6 +18,7 @@ import json
 import math
 from pathlib import Path
 
+from nbdist.export.tf_protos import as_nbdist
 from nbdist.notebook.graph_model import (
     TRANSFER_COLOR,
     format_bytes,
@@ -71,7 +72,8 @@ def step_events(md):
     """The spans and flows of one traced step.
 
     Args:
-        md: a `tf.RunMetadata` filled with ``FULL_TRACE``, or a ``trace`` event dict.
+        md: a `tf.RunMetadata` filled with ``FULL_TRACE``, or a ``trace`` event dict, or real
+            TensorFlow's ``RunMetadata`` proto (traced with ``FULL_TRACE``).
 
     Returns:
         A dict: ``t0`` (earliest time, seconds), ``tasks`` (display order), ``pids``
@@ -81,6 +83,7 @@ def step_events(md):
     Raises:
         ValueError: when the metadata holds no trace (the step was not run with FULL_TRACE).
     """
+    md = as_nbdist(md)
     stats = _dev_stats(md)
     calls = list(
         md.get("service_calls", []) if isinstance(md, dict) else getattr(md, "service_calls", []) or []
