@@ -67,7 +67,10 @@ def start_cluster(lib, workers):
                 )
             else:
                 commands.append([sys.executable, "-c", _TF_SERVER, spec, job, str(i)])
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV) for c in commands]
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+        for c in commands
+    ]
     for p in procs:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -128,7 +131,7 @@ def round_of(lib, workers, steps):
     if lib == "nbdist":
         import nbdist as tf
     else:
-        import tensorflow.compat.v1 as tf  # noqa: PLC0415
+        import tensorflow.compat.v1 as tf
 
         tf.disable_eager_execution()
     cluster, procs = start_cluster(lib, workers)
