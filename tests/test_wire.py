@@ -57,6 +57,25 @@ def test_large_tensors_are_not_copied_into_the_header():
     assert len(frames[1]) < 200 and memoryview(frames[2]).nbytes == arr.nbytes
 
 
+def test_small_arrays_travel_inside_the_header_and_arrive_writable():
+    small, large = np.arange(256, dtype=np.float32), np.arange(257, dtype=np.float32)  # 1024 / 1028 B
+    frames = wire.encode("Test", 1, {"small": small, "large": large}, KEY)
+    assert len(frames) == 3  # signature, header (with `small`), `large`
+    out = wire.decode(frames, KEY)
+    np.testing.assert_array_equal(out["small"], small)
+    np.testing.assert_array_equal(out["large"], large)
+    out["small"][0] = 7.0  # a kernel may update a received tensor in place
+
+
+def test_an_inline_tensor_must_match_its_header():
+    import msgpack  # noqa: PLC0415
+
+    inline = msgpack.ExtType(5, msgpack.packb(["<f4", [3], b"\x00" * 8]))
+    header = msgpack.packb({"v": wire.PROTOCOL_VERSION, "type": "Test", "id": 1, "t": inline})
+    with pytest.raises(wire.WireError, match=r"inline tensor has 8 bytes, its header says <f4\[3\]"):
+        wire.decode([b"", header])
+
+
 def test_signed_messages_verify_with_the_key():
     assert roundtrip({"a": 1}, KEY)["a"] == 1
 
@@ -69,8 +88,8 @@ def test_unsigned_message_is_refused_when_a_key_is_set():
 
 
 def test_tampered_tensor_frame_fails_the_signature():
-    frames = wire.encode("Test", 1, {"t": np.zeros(4)}, KEY)
-    frames[2] = np.ones(4).tobytes()
+    frames = wire.encode("Test", 1, {"t": np.zeros(512)}, KEY)  # 4 KiB: a frame of its own
+    frames[2] = np.ones(512).tobytes()
     with pytest.raises(wire.WireError, match="bad message signature"):
         wire.decode(frames, KEY)
 
@@ -101,9 +120,9 @@ def test_a_pickle_is_never_unpickled():
 
 
 def test_tensor_frame_size_must_match_its_header():
-    frames = wire.encode("Test", 1, {"t": np.zeros(4)})
+    frames = wire.encode("Test", 1, {"t": np.zeros(512)})
     frames[2] = b"\x00" * 8
-    with pytest.raises(wire.WireError, match="has 8 bytes, header says 32"):
+    with pytest.raises(wire.WireError, match="has 8 bytes, header says 4096"):
         wire.decode(frames)
 
 

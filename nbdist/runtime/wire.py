@@ -47,6 +47,10 @@ _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
 _EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/shm.py)
+_EXT_INLINE = 5  # a small array inside the header: [dtype, shape, bytes]
+# Arrays up to this size travel inside the header: a frame of their own costs more than the
+# copy (a step's feeds, gradients and fetches are mostly this small).
+INLINE_MAX_BYTES = 1024
 _COPY_THRESHOLD = 65536  # smaller frames are copied: cheaper than zero-copy bookkeeping (pyzmq docs)
 # A signed request older than this is refused (so a receiver need remember each sender's last
 # stamp only this long); also the clock difference tolerated between hosts.
@@ -217,6 +221,8 @@ class _Packer:
                 if handle is not None:
                     self.segments.append((handle[0], handle[1]))
                     return msgpack.ExtType(_EXT_SHM, _packb(handle))
+            if arr.nbytes <= INLINE_MAX_BYTES:
+                return msgpack.ExtType(_EXT_INLINE, _packb([arr.dtype.str, list(arr.shape), arr.tobytes()]))
             self.buffers.append(arr)
             meta = [len(self.buffers) - 1, arr.dtype.str, list(arr.shape)]
             return msgpack.ExtType(_EXT_ARRAY, _packb(meta))
@@ -350,6 +356,8 @@ class _Unpacker:
             arr = np.empty(len(flat), dtype=object)
             arr[:] = flat
             return arr.reshape(tuple(shape))
+        if code == _EXT_INLINE:
+            return _inline_array(msgpack.unpackb(data))
         if code == _EXT_SHM:
             return _shm_array(msgpack.unpackb(data))
         if code == _EXT_TUPLE:
@@ -401,6 +409,20 @@ def _array_from(tensors, index, dtype, shape, used):
         )
     used.add(index)
     return np.frombuffer(buf, dtype=dt).reshape(tuple(shape))
+
+
+def _inline_array(meta):
+    if not (isinstance(meta, list) and len(meta) == 3):
+        raise WireError(f"bad inline tensor {meta!r:.100}")
+    dtype, shape, data = meta
+    if not isinstance(dtype, str) or not isinstance(data, bytes):
+        raise WireError(f"bad inline tensor dtype {dtype!r}")
+    dt = _numeric_dtype(dtype)
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError(f"bad tensor shape {shape!r}")
+    if math.prod(shape) * dt.itemsize != len(data):
+        raise WireError(f"inline tensor has {len(data)} bytes, its header says {dtype}{shape}")
+    return np.frombuffer(bytearray(data), dtype=dt).reshape(tuple(shape))  # writable, as a frame's
 
 
 def _shm_array(handle):
