@@ -68,7 +68,7 @@ def test_small_arrays_travel_inside_the_header_and_arrive_writable():
 
 
 def test_an_inline_tensor_must_match_its_header():
-    import msgpack  # noqa: PLC0415
+    import msgpack
 
     inline = msgpack.ExtType(5, msgpack.packb(["<f4", [3], b"\x00" * 8]))
     header = msgpack.packb({"v": wire.PROTOCOL_VERSION, "type": "Test", "id": 1, "t": inline})
