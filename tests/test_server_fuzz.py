@@ -151,7 +151,9 @@ def _bad_requests(key, session, graph_handles):
     for step_id in (-1, 2**63 - 1, "x", None):
         yield msg("RunGraph", {"handle": "/job:local/replica:0/task:0/graph:999", "step_id": step_id}), True
         yield msg("AbortStep", {"step_id": step_id}), False
-        yield msg("SendTensor", {"step_id": step_id, "key": "k;0", "tensor": f32}), False
+        yield msg("SendTensor", {"step_id": step_id, "tensors": [["k;0", f32]]}), False
+    yield msg("SendTensor", {"step_id": 1, "key": "k;0", "tensor": f32}), True  # the old form: no list
+    yield msg("SendTensor", {"step_id": 1, "tensors": [["k;0"]]}), True
     for feeds in (
         {"x:0": np.zeros(3, np.float64)},
         {"x:0": np.zeros((1, 4), np.float32)},

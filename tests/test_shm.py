@@ -186,7 +186,7 @@ def test_a_server_refuses_a_tampered_handle_naming_itself(two_tasks):
     try:
         value = np.ones((512, 1024), np.float32)
         frames = wire.encode(
-            "SendTensor", 7, {"step_id": 1, "key": "k", "tensor": value}, KEY, channel.stamp, True
+            "SendTensor", 7, {"step_id": 1, "tensors": [["k", value]]}, KEY, channel.stamp, True
         )
         wire.send_frames(channel.socket, _tampered(frames))
         with pytest.raises(

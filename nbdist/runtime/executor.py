@@ -58,6 +58,7 @@ class StepContext:
         "master",
         "finished",
         "wake",
+        "outbox",
         "_claims",
     )
 
@@ -83,6 +84,7 @@ class StepContext:
         self.master = master
         self.finished = False  # set when the plan's run returned or raised (waits it left are void)
         self.wake = None  # set while the step is parked: called (any thread) when it must look again
+        self.outbox = None  # tensors `_Send` queued for other tasks: {task: [[key, value], ...]}
         self._claims = None  # node name -> (value, give_back)
 
     def cancel(self, error):
@@ -459,6 +461,8 @@ class PlanRun:
                 progressed = True
                 while self.deferred and progressed:
                     progressed = self._pass()
+            if self.ctx.outbox:  # before waiting (or ending): the tensors for other tasks go now
+                self.ctx.rendezvous.flush(self.ctx)
             return self.deferred
         finally:
             self.compute_s += time.perf_counter() - began

@@ -1,8 +1,10 @@
 """The rendezvous: where a `_Send` leaves a tensor and the matching `_Recv` takes it.
 
 Each worker has one table keyed by ``(step_id, key)``. A `_Send` to a `_Recv` on the
-same task puts the tensor in the table; to another task it pushes one ``SendTensor``
-message straight to that worker (tensors go peer to peer, never through the master).
+same task puts the tensor in the table; one to another task is queued on the step and
+pushed when the partition's run pauses or ends (`flush`): one ``SendTensor`` message per
+destination task with every tensor queued for it, straight to that worker (tensors go
+peer to peer, never through the master).
 Waits are bounded by the step's deadline and end at once when the step is aborted;
 a timeout names every key still awaited and the task it should come from.
 """
@@ -60,17 +62,34 @@ class Rendezvous:
             self._parked.pop(step_id, None)
 
     def send(self, ctx, node, value):
-        """`_Send` kernel: deliver `value` to the task of ``node.attr["recv_device"]``."""
+        """`_Send` kernel: deliver `value` to the task of ``node.attr["recv_device"]`` (another
+        task's at the next `flush`)."""
         recv_task = task_prefix(node.attr["recv_device"])
         key = node.attr["key"]
         if recv_task == self.task_device:
             self.put(ctx.step_id, key, value)
             return
-        address = self._address_of(recv_task)
-        channel = transport.channel_to(address, recv_task, self._key)
-        channel.send("SendTensor", {"step_id": ctx.step_id, "key": key, "tensor": value})
+        if ctx.outbox is None:
+            ctx.outbox = {}
+        ctx.outbox.setdefault(recv_task, []).append([key, value])
         if ctx.trace is not None:
             self._note(ctx, node, value, recv_task)
+
+    def flush(self, ctx):
+        """Pushes the tensors `send` queued for other tasks: one ``SendTensor`` per task.
+
+        Called whenever the step's run pauses (it is about to wait, or is parked) or ends, so
+        a tensor never waits for anything but the ops that could run before it was sent.
+        """
+        outbox, ctx.outbox = ctx.outbox, None
+        for recv_task, tensors in (outbox or {}).items():
+            channel = transport.channel_to(self._address_of(recv_task), recv_task, self._key)
+            channel.send("SendTensor", {"step_id": ctx.step_id, "tensors": tensors})
+
+    def put_all(self, step_id, tensors):
+        """The tensors of one ``SendTensor``: ``[[key, value], ...]``."""
+        for key, value in tensors:
+            self.put(step_id, key, value)
 
     def _note(self, ctx, node, value, peer):
         self.transfers.setdefault(ctx.step_id, []).append(

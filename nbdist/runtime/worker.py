@@ -4,7 +4,7 @@ It owns the task's `ResourceManager` (variables outlive steps, sessions and clie
 a second client sees what the first one trained) and its `Rendezvous`. Its RPC table
 (`WorkerService.rpc_table`): ``RegisterGraph`` (a partition -> a handle with a
 precompiled `ExecutionPlan`), ``DeregisterGraph``, ``RunGraph`` (feeds -> fetches for
-one step id), ``AbortStep``, ``SendTensor`` (a peer pushes a tensor for one of our
+one step id), ``AbortStep``, ``SendTensor`` (a peer pushes tensors for our
 `_Recv`s) and ``CleanupAll`` (drops resource containers: `Session.reset`).
 
 A master reaches workers through one stub interface, whether the worker is its own
@@ -392,8 +392,13 @@ class WorkerService:
         return None, None
 
     def _rpc_send_tensor(self, msg, responder):
-        self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
-        return None, None  # one-way: one message per cross-task tensor
+        tensors = msg["tensors"]
+        if not isinstance(tensors, list) or not all(isinstance(t, list) and len(t) == 2 for t in tensors):
+            raise errors.InvalidArgumentError(
+                None, None, "SendTensor: 'tensors' must be [[key, tensor], ...]"
+            )
+        self.rendezvous.put_all(msg["step_id"], tensors)
+        return None, None  # one-way: one message per destination task and pause of a partition
 
     def _rpc_cleanup_all(self, msg, responder):
         self.cleanup_all(msg.get("containers"), msg.get("session"))
