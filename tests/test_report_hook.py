@@ -111,7 +111,8 @@ with tf.Graph().as_default():
         w = tf.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
         loss = tf.reduce_mean(tf.square(tf.matmul(tf.constant(data), w) - target))
         train = tf.train.GradientDescentOptimizer(0.05).minimize(loss, global_step=step)
-    hooks = [tf.train.ReportHook({"loss": loss}, train_op=train), tf.train.StopAtStepHook(last_step=40)]
+    # 40 steps from where each worker starts: the non-chief may start after the chief finished.
+    hooks = [tf.train.ReportHook({"loss": loss}, train_op=train), tf.train.StopAtStepHook(num_steps=40)]
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task_index == 0, hooks=hooks) as sess:
         while not sess.should_stop():
             sess.run(train)
