@@ -27,7 +27,6 @@ from nbdist.__main__ import main as nbdist_main
 from nbdist.runtime.cluster import cluster_from_tf_config
 from procs import REPO
 
-
 KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 SCHEMA_VERSIONS = (all_versions()[0], all_versions()[-1])  # the oldest and newest Kubernetes it ships
 # Stands in for the task's program: prints what the launch script gave it.
