@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -297,6 +298,15 @@ def test_the_command_prints_one_stream_without_out(capsys):
     ]
 
 
+def test_python_dash_m_nbdist_k8s_runs_the_command():
+    argv = ["-m", "nbdist", "k8s", "--ps", "1", "--worker", "1", "--image", "nbdist", "--script", "t.py"]
+    proc = subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, timeout=60, check=False, cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)][-1] == "StatefulSet"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -395,3 +405,23 @@ def test_hadolint_is_live(tmp_path):
         [_hadolint(), "--no-color", str(bad)], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode != 0 and "DL3007" in result.stdout and "DL3042" in result.stdout
+
+
+# -- the documentation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc", ["docs/multihost.md", "README.md"])
+def test_the_documented_command_works_as_written(tmp_path, capsys, doc):
+    text = (Path(REPO) / doc).read_text()
+    (command,) = {m.replace("\\\n", " ") for m in re.findall(r"nbdist k8s --ps(?:\\\n|[^\n`])*", text)}
+    placeholders = {"IMAGE": "registry.example.com/nbdist:0.1"}  # README's short form
+    argv = [placeholders.get(part, part) for part in shlex.split(command)]
+    assert argv[:2] == ["nbdist", "k8s"] and argv[argv.index("--out") + 1] == "k8s/"
+    argv[argv.index("--out") + 1] = str(tmp_path / "k8s")
+    assert nbdist_main(argv[1:]) == 0
+    files = sorted(os.listdir(tmp_path / "k8s"))
+    assert files == ["ps.yaml", "secret.yaml", "worker.yaml"]
+    for name in files:
+        for doc_ in yaml.safe_load_all((tmp_path / "k8s" / name).read_text()):
+            kubernetes_validate.validate(doc_, SCHEMA_VERSIONS[-1], strict=True)
+    assert f"kubectl apply -f {tmp_path / 'k8s'}" in capsys.readouterr().out
