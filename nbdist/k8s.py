@@ -109,13 +109,25 @@ def check_image(image):
 
 def check_name(name):
     """Raises ValueError unless `name` makes valid Service and StatefulSet names for every job."""
-    longest = max(f"{name}-{job}" for job in JOBS)
+    longest = max((f"{name}-{job}" for job in JOBS), key=len)
     if not _DNS_LABEL.match(name) or len(longest) > _MAX_STATEFULSET_NAME:
         raise ValueError(
             f"--name {name!r} cannot name the Services and StatefulSets ({longest!r}, ...): use "
             f"lowercase letters, digits and '-', starting with a letter, at most "
             f"{_MAX_STATEFULSET_NAME - len(longest) + len(name)} characters"
         )
+
+
+def check_key(key_hex):
+    """`key_hex` without surrounding whitespace; ValueError unless it is a usable hex key."""
+    key_hex = key_hex.strip()
+    if len(key_hex) < 32 or len(key_hex) % 2 or not re.fullmatch(r"[0-9a-fA-F]+", key_hex):
+        # An empty key would leave the cluster unsigned ($NBDIST_CLUSTER_KEY unset means that).
+        raise ValueError(
+            "the cluster key must be hex, at least 32 digits (16 bytes), like the output of "
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`"
+        )
+    return key_hex
 
 
 def task_addresses(name, job, count, port):
@@ -238,13 +250,7 @@ def manifests(name, ps, worker, image, script, port=2222, script_args=(), task_f
         raise ValueError(f"--port {port!r} is not a TCP port (1..65535)")
     if not script or script.startswith("-"):
         raise ValueError(f"--script {script!r}: give the training script's path inside the image")
-    key_hex = secrets.token_hex(32) if key_hex is None else key_hex.strip()
-    try:
-        bytes.fromhex(key_hex)
-    except ValueError:
-        raise ValueError(
-            "the cluster key must be hex (like `python -c 'import secrets; print(secrets.token_hex(32))'`)"
-        ) from None
+    key_hex = secrets.token_hex(32) if key_hex is None else check_key(key_hex)
     cluster = cluster_of(name, counts, port)
     worker_program = ["python", script, *script_args]
     if task_flags:
@@ -354,8 +360,8 @@ def main(argv=None, prog="nbdist k8s"):
     if args.key_file:
         try:
             with open(args.key_file, encoding="ascii") as f:
-                key_hex = f.read()
-        except (OSError, UnicodeDecodeError) as e:
+                key_hex = check_key(f.read())
+        except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
             parser.error(f"--key-file {args.key_file!r}: {e}")
     try:
         files = manifests(

@@ -319,13 +319,16 @@ def test_python_dash_m_nbdist_k8s_runs_the_command():
         (["--name", "x" * 50], r"--name 'x{50}' .* at most 45 characters"),
         (["--port", "0"], r"--port 0 is not a TCP port \(1\.\.65535\)"),
         (["--script", ""], r"--script '': give the training script's path inside the image"),
-        (["--key-file", "{bad_key}"], r"the cluster key must be hex"),
+        (["--key-file", "{bad_key}"], r"--key-file '.*bad': the cluster key must be hex, at least 32 digits"),
+        (["--key-file", "{empty_key}"], r"--key-file '.*empty': the cluster key must be hex"),
         (["--key-file", "{missing}"], r"--key-file '.*missing': \[Errno 2\] No such file"),
     ],
 )
 def test_bad_arguments_are_refused_with_the_reason(tmp_path, capsys, options, message):
     (tmp_path / "bad").write_text("not hex\n")
-    options = [o.format(bad_key=tmp_path / "bad", missing=tmp_path / "missing") for o in options]
+    (tmp_path / "empty").write_text("\n")  # would leave the cluster unsigned
+    paths = {"bad_key": tmp_path / "bad", "empty_key": tmp_path / "empty", "missing": tmp_path / "missing"}
+    options = [o.format(**paths) for o in options]
     argv = {"--ps": "1", "--worker": "4", "--image": "nbdist:0.1", "--script": "train.py"}
     argv.update(zip(options[::2], options[1::2]))
     with pytest.raises(SystemExit) as exit_info:
