@@ -3,6 +3,7 @@
 Commands:
     demo    a local cluster trains a model; writes an HTML report (``nbdist demo --help``)
     export  a model built by an nbdist script, for real TensorFlow (``nbdist export --help``)
+    k8s     Kubernetes manifests for a ps/worker cluster (``nbdist k8s --help``)
 """
 
 import argparse
@@ -11,6 +12,7 @@ import sys
 _COMMANDS = {
     "demo": "start a local cluster, train a model across it, write an HTML report, stop the cluster",
     "export": "write a model built by an nbdist script as a TensorFlow MetaGraph and checkpoint (--tf)",
+    "k8s": "write Kubernetes manifests (Services, StatefulSets, the key's Secret) for a ps/worker cluster",
 }
 
 
@@ -35,6 +37,10 @@ def main(argv=None):
         from nbdist.export import cli  # noqa: PLC0415 - loads TensorFlow only when run
 
         return cli.main(argv[1:], prog="nbdist export")
+    if ns.command == "k8s":
+        from nbdist import k8s  # noqa: PLC0415 - each command loads only what it needs
+
+        return k8s.main(argv[1:], prog="nbdist k8s")
     from nbdist import demo  # noqa: PLC0415 - loads the runtime and notebook layers only when run
 
     return {"demo": demo.main}[ns.command](argv[1:], prog=f"nbdist {ns.command}")

@@ -9,7 +9,7 @@ docs/architecture.md's (and /work/shared/STYLE.md's module map):
 
     base (errors, platform, _facade) -> graph -> ops -> runtime -> task -> train
         -> tf facade (nbdist, nbdist.nn, nbdist.train, nbdist.summary, and
-           nbdist.server, the task process's entry point) -> notebook -> programs (demo, __main__)
+           nbdist.server, the task process's entry point) -> notebook -> programs (demo, k8s, __main__)
 """
 
 import ast
@@ -52,6 +52,7 @@ LAYER_OF = {
     # must not load the notebook (the notebook is the client side).
     "nbdist.server": "facade",
     "nbdist.demo": "programs",
+    "nbdist.k8s": "programs",  # `nbdist k8s`: Kubernetes manifests (stdlib only)
     "nbdist.__main__": "programs",
 }
 
