@@ -3,9 +3,8 @@
 The notebook's cells live here as plain text, so a change to the notebook is a readable diff.
 """
 
-from pathlib import Path
-
 import nbformat
+from _write import write
 
 TITLE = """\
 # 06 · Asynchronous vs synchronous training, side by side
@@ -275,14 +274,7 @@ def cells():
 
 
 def main():
-    nb = nbformat.v4.new_notebook(cells=cells())
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):  # stable ids: regenerating gives the same file
-        cell["id"] = f"nb06-{i:02d}"
-    path = Path(__file__).resolve().parent.parent / "06_async_vs_sync.ipynb"
-    nbformat.write(nb, path)
-    print(f"wrote {path}")
+    write("06_async_vs_sync", cells(), "nb06")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,8 @@
 The notebook's cells live here as plain text, so a change to the notebook is a readable diff.
 """
 
-from pathlib import Path
-
 import nbformat
+from _write import write
 
 TITLE = """\
 # 07 · A step on the timeline: where the time goes
@@ -294,14 +293,7 @@ def cells():
 
 
 def main():
-    nb = nbformat.v4.new_notebook(cells=cells())
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):  # stable ids: regenerating gives the same file
-        cell["id"] = f"nb07-{i:02d}"
-    path = Path(__file__).resolve().parent.parent / "07_timeline_and_performance.ipynb"
-    nbformat.write(nb, path)
-    print(f"wrote {path}")
+    write("07_timeline_and_performance", cells(), "nb07")
 
 
 if __name__ == "__main__":
