@@ -1,12 +1,18 @@
-"""``python -m nbdist.server``: run one task of a cluster as its own process.
+"""``python -m nbdist.server`` (also ``nbdist server``): run one task of a cluster as its own process.
 
-    python -m nbdist.server --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}' \\
-        --job ps --task 0
+    python -m nbdist.server --cluster '{"ps": ["host0:2222"], "worker": ["host1:2222"]}' \\
+        --job ps --task 0 --key-file ~/.nbdist/cluster.key --curve-key-file ~/.nbdist/curve.key_secret
 
 Without ``--cluster``, ``$TF_CONFIG`` is read (``{"cluster": ..., "task": {"type", "index"}}``).
-The cluster key comes from ``$NBDIST_CLUSTER_KEY`` (hex). SIGTERM or SIGINT stop the server
-cleanly; with ``--parent-pid`` it also exits when that process dies (no orphans).
-Prints one line ``nbdist-server ready <task> <address> pid=<pid>`` once it serves.
+The server binds the host of its own cluster entry (so on several machines each runs on the
+host its entry names); ``--bind IP`` binds another interface on the same port (``0.0.0.0``:
+every interface; a pod's own IP). The cluster key signs every message: ``--key-file`` (or
+``$NBDIST_CLUSTER_KEY_FILE``) names a file of mode 0600 holding it, never the secret itself
+on the command line; ``$NBDIST_CLUSTER_KEY`` (hex) also works. ``--curve-key-file`` (or
+``$NBDIST_CURVE_KEY_FILE``) encrypts with CURVE: `nbdist keys new DIR` makes both files.
+SIGTERM or SIGINT stop the server cleanly; with ``--parent-pid`` it also exits when that
+process dies (no orphans). Prints one line ``nbdist-server ready <task> <address> pid=<pid>``
+once it serves.
 
 ``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.task.exec_service`; needs a cluster
 key), run on this process's main thread. With ``$NBDIST_EVENTS`` set (``tcp://127.0.0.1:port``
@@ -46,11 +52,28 @@ def _die_with_parent(parent_pid):
     threading.Thread(target=watch, daemon=True, name="nbdist-parent-watch").start()
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nbdist.server", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="python -m nbdist.server"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", help="ClusterSpec as JSON (default: $TF_CONFIG)")
     parser.add_argument("--job", help="this task's job name")
     parser.add_argument("--task", type=int, help="this task's index")
+    parser.add_argument(
+        "--bind",
+        metavar="HOST",
+        help="bind this interface instead of the host of the task's cluster entry, on the same port "
+        "(0.0.0.0 or :: for every interface; a pod's own IP)",
+    )
+    parser.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="the cluster key (hex, mode 0600) that signs every message (default: $NBDIST_CLUSTER_KEY_FILE)",
+    )
+    parser.add_argument(
+        "--curve-key-file",
+        metavar="PATH",
+        help="the cluster's CURVE keypair (mode 0600): encrypt every connection "
+        "(default: $NBDIST_CURVE_KEY_FILE)",
+    )
     parser.add_argument("--parent-pid", type=int, help="exit when this process dies")
     parser.add_argument(
         "--exec",
@@ -83,12 +106,32 @@ def main(argv=None):
     if args.parent_pid:
         _die_with_parent(args.parent_pid)
     try:
-        server = Server(cluster, job_name=job, task_index=task)
+        _use_key_files(args.key_file, args.curve_key_file)
+        server = Server(cluster, job_name=job, task_index=task, bind_host=args.bind)
     except (OSError, ValueError) as e:
         print(f"nbdist-server: error: {e}", file=sys.stderr, flush=True)
         return 2
     server.worker.delay_s = max(0.0, args.delay_ms) / 1000.0
     return _serve(server, args.exec)
+
+
+def _use_key_files(key_file, curve_key_file):
+    """Makes this process (its server, exec service and events alike) use the given key files:
+    they go where every part of nbdist looks, the environment; each is read once now, so a
+    file that cannot be used is reported before the server starts.
+
+    Raises:
+        ValueError: a file is missing, malformed or readable by others (`KeyFileError`).
+    """
+    from nbdist.runtime import security  # noqa: PLC0415 - fast --help
+
+    if key_file:
+        os.environ.pop(security.KEY_ENV, None)  # the file given on the command line rules
+        os.environ[security.KEY_FILE_ENV] = os.path.abspath(os.path.expanduser(key_file))
+    if curve_key_file:
+        os.environ[security.CURVE_KEY_FILE_ENV] = os.path.abspath(os.path.expanduser(curve_key_file))
+    security.signing_key()
+    security.curve_keys()
 
 
 class _Shutdown(BaseException):
@@ -145,6 +188,8 @@ def _serve(server, with_exec):
 
             events.start_task_publisher(task)
         print(f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()}", flush=True)
+        if server.bind_address != server.address:
+            print(f"nbdist-server: bound to {server.bind_address}", file=sys.stderr, flush=True)
         if service is not None:
             service.serve_forever()
         while True:
@@ -155,9 +200,14 @@ def _serve(server, with_exec):
     return 0
 
 
-if __name__ == "__main__":
+def run(argv=None, prog="python -m nbdist.server"):
+    """`main`, then exits the process with its code (never returns).
+
+    Handler threads may be blocked in a step (waiting for a peer): the process exits without
+    joining them, after unlinking its shared-memory segments (``os._exit`` skips atexit).
+    """
     try:
-        code = main()
+        code = main(argv, prog)
     except SystemExit as e:  # argparse's usage errors
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except BaseException:  # noqa: BLE001 - report, then exit: never hang on the service threads
@@ -165,8 +215,11 @@ if __name__ == "__main__":
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    from nbdist.runtime import shm  # os._exit skips atexit: unlink this process's segments now
+    from nbdist.runtime import shm  # noqa: PLC0415
 
     shm.close_pool()
-    # Handler threads may be blocked in a step (waiting for a peer): exit without joining them.
     os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -46,7 +46,7 @@ def test_load_ext_registers_both_magics(ip):
 
 def test_help_shows_the_usage_from_magic_arguments(ip):
     doc = ip.magics_manager.magics["line"]["dtf_cluster"].__doc__
-    assert "%dtf_cluster [--spec JSON] [--spec-file PATH] [--timeout S]" in doc
+    assert "%dtf_cluster [--spec JSON] [--spec-file PATH] [--attach] [--timeout S]" in doc
     assert "--tasks I,J" in ip.magics_manager.magics["cell"]["dtf_worker"].__doc__
 
 

@@ -11,7 +11,6 @@ either run or explicitly left out. The several-machines recipe runs here too, wi
 import json
 import os
 import re
-import secrets
 import select
 import shlex
 import subprocess
@@ -22,6 +21,7 @@ import nbformat
 import pytest
 
 from browser import execute_notebook
+from nbdist.runtime import security
 from procs import REPO, free_port, wait_gone
 from test_notebooks import errors_of, outputs_text
 
@@ -37,7 +37,7 @@ LEFT_OUT = {
         "tests/test_notebooks.py, in JupyterLab in tests/test_browser_widgets.py)"
     ),
     "bash .ci/run": "runs CI: apt installs, a new venv and the whole suite",
-    "export NBDIST_CLUSTER_KEY=...   # the same secret on every host and client (hex): messages are signed": (
+    "nbdist keys new ~/.nbdist/mycluster   # cluster.key (signing) and curve.key_secret (CURVE), mode 0600": (
         "starts servers on other hosts (run below with 127.0.0.1 for the hosts)"
     ),
     "# client.py, on any host that reaches the cluster": (
@@ -112,9 +112,9 @@ def test_every_picture_the_readme_shows_exists_and_is_small():
 
 
 @pytest.mark.slow
-def test_servers_on_several_machines_recipe_runs_with_local_addresses():
+def test_servers_on_several_machines_recipe_runs_with_local_addresses(tmp_path):
     """The README's several-machines section, as written, with 127.0.0.1 for host0..host2."""
-    shell = readme_block(next(k for k in LEFT_OUT if k.startswith("export NBDIST_CLUSTER_KEY")))
+    shell = readme_block(next(k for k in LEFT_OUT if k.startswith("nbdist keys new")))
     client = readme_block("# client.py, on any host that reaches the cluster")
     hosts = {h: f"127.0.0.1:{free_port()}" for h in sorted(set(re.findall(r"host\d:2222", shell + client)))}
 
@@ -122,15 +122,23 @@ def test_servers_on_several_machines_recipe_runs_with_local_addresses():
         return re.sub(r"host\d:2222", lambda m: hosts[m.group(0)], text)
 
     cluster = json.loads(local(re.search(r"^CLUSTER='(.*)'$", shell, re.M).group(1)))
-    env = {**os.environ, "NBDIST_CLUSTER_KEY": secrets.token_hex(32), "PYTHONPATH": REPO}
-    commands = [shlex.split(line.split("#")[0]) for line in shell.splitlines() if line.startswith("python ")]
+    keys = security.new_cluster_keys(tmp_path / "mycluster")  # what `nbdist keys new` writes
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NBDIST_")}
+    env.update(NBDIST_CLUSTER_KEY_FILE=keys["signing"], PYTHONPATH=REPO)
+    if "curve" in keys:
+        env["NBDIST_CURVE_KEY_FILE"] = keys["curve"]
+    commands = [
+        shlex.split(line.split("#")[0]) for line in shell.splitlines() if line.startswith("nbdist server ")
+    ]
     assert len(commands) == 3
     servers = []
     try:
         for argv in commands:
             argv = [
-                sys.executable if a == "python" else json.dumps(cluster) if a == "$CLUSTER" else a
-                for a in argv
+                sys.executable,
+                "-m",
+                "nbdist",
+                *(json.dumps(cluster) if a == "$CLUSTER" else a for a in argv[1:]),
             ]
             servers.append(
                 subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,9 +15,12 @@ does not stop them. Clusters still running when the notebook exits are stopped (
         with tf.Session(cluster.target("worker", 0)) as sess:
             sess.run(w.initializer)
 
-A random cluster key signs every message; it is put in ``$NBDIST_CLUSTER_KEY`` of this
-process so that its Sessions sign too. Each task pushes events (heartbeats, `nbdist.report`
-metrics, output) to `LocalCluster.events`.
+A cluster key signs every message: the process's own (``$NBDIST_CLUSTER_KEY``, or the file
+``$NBDIST_CLUSTER_KEY_FILE`` names) when it has one, else a random one, put in
+``$NBDIST_CLUSTER_KEY`` of this process so that its Sessions sign too. With ``attach=True``
+it starts nothing: it connects to the tasks of `spec` that already run elsewhere (servers
+started with ``nbdist server`` on other hosts), checks that each answers, and shows them. Each task
+it starts pushes events (heartbeats, `nbdist.report` metrics, output) to `LocalCluster.events`.
 """
 
 import atexit
@@ -139,15 +142,21 @@ class LocalCluster:
             port on 127.0.0.1 (``localhost:PORT``).
         spec: an explicit cluster (anything `tf.train.ClusterSpec` accepts) instead of `jobs`:
             tasks whose host is this machine's loopback are started, others only connected to.
-        key: the cluster key (bytes or hex string; default: 32 random bytes).
+        attach: start no task: every task of `spec` runs already (on other hosts, or started
+            by hand); `start` waits until each answers, `stop` leaves them running.
+        key: the cluster key (bytes or hex string; default: this process's key,
+            ``$NBDIST_CLUSTER_KEY`` or ``$NBDIST_CLUSTER_KEY_FILE``'s, else 32 random bytes;
+            attached without any key, messages are unsigned).
         ready_timeout_s: how long every task may take to start.
         delays_ms: ``{(job, index): milliseconds}``: make those tasks stragglers (each waits
             that long before every piece of a step it runs), to watch staleness and backup
             workers at work.
 
     Raises:
-        ValueError: no jobs, both `jobs` and `spec`, or a count that is not a positive int.
+        ValueError: no jobs, both `jobs` and `spec`, a count that is not a positive int, or
+            `attach` without `spec`.
         TaskStartError: a task did not start in time or exited (with its stderr).
+        UnavailableError: (attached) a task did not answer within `ready_timeout_s`.
 
     Example::
 
@@ -156,16 +165,23 @@ class LocalCluster:
         cluster.stop()
     """
 
-    def __init__(self, spec=None, key=None, ready_timeout_s=READY_TIMEOUT_S, delays_ms=None, **jobs):
+    def __init__(
+        self, spec=None, key=None, ready_timeout_s=READY_TIMEOUT_S, delays_ms=None, attach=False, **jobs
+    ):
+        if attach and spec is None:
+            raise ValueError("attach=True connects to running tasks: give their spec=... (their addresses)")
+        self.attached = bool(attach)
         self.cluster_spec = _make_spec(spec, jobs)
         # Stragglers on purpose: {(job, index): ms} each task waits before every partition.
         self.delays_ms = {(str(j), int(i)): float(ms) for (j, i), ms in (delays_ms or {}).items()}
-        self.key = _make_key(key)
+        self.key = _make_key(key, may_be_none=self.attached)
         self.ready_timeout_s = float(ready_timeout_s)
         self.ready_s = None  # how long the last start took
         self.events = None
         python_path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
-        self._env = {**os.environ, wire.KEY_ENV: self.key.hex(), "PYTHONPATH": python_path}
+        self._env = {**os.environ, "PYTHONPATH": python_path}
+        if self.key is not None:
+            self._env[wire.KEY_ENV] = self.key.hex()
         self._tasks = {}
         self._heartbeats = {}
         self._lock = threading.RLock()
@@ -196,6 +212,8 @@ class LocalCluster:
 
     def local_tasks(self):
         """``[(job, index, address)]`` of the tasks this cluster starts (on this machine)."""
+        if self.attached:
+            return []
         return [(j, i, a) for j, i, a in self.cluster_spec.iter_tasks() if is_local_host(parse_address(a)[0])]
 
     def start(self):
@@ -207,13 +225,16 @@ class LocalCluster:
                 self.events = events_lib.EventStream(self.key, collect=True)
                 self.events.subscribe(self._on_event)
                 self._env[events_lib.EVENTS_ENV] = self.events.address
-            os.environ[wire.KEY_ENV] = self.key.hex()
+            if self.key is not None:
+                os.environ[wire.KEY_ENV] = self.key.hex()
             started = time.monotonic()
             try:
                 for job, index, address in self.local_tasks():
                     self._tasks[(job, index)] = _TaskProcess(self, job, index, address)
                 for task in self._tasks.values():
                     self._wait_ready(task, started)
+                if self.attached:
+                    self._wait_answering(started)
             except BaseException:
                 self._terminate(list(self._tasks.values()))
                 self._tasks.clear()
@@ -244,13 +265,35 @@ class LocalCluster:
         time.sleep(0.05)  # let the reader drain the last stderr lines
         raise TaskStartError(f"task {task.name} at {task.address} {what}; its stderr:\n{task.stderr_text()}")
 
+    def _wait_answering(self, started):
+        """Returns once every task of the spec answers a ``Ping`` (bounded by `ready_timeout_s`).
+
+        Raises:
+            UnavailableError: a task that never answered (its job, index, address, time waited).
+            UnauthenticatedError: a task refused this process (another key, or no CURVE key).
+        """
+        for job, index, address in self.cluster_spec.iter_tasks():
+            name = Task(job, index).name
+            remaining = max(0.1, self.ready_timeout_s - (time.monotonic() - started))
+            channel = transport.channel_to(address, name, self.key)
+            try:
+                channel.call("Ping", {}, timeout_s=remaining, connect_timeout_s=remaining)
+            except errors.DeadlineExceededError as e:
+                transport.drop_channel(address, self.key)
+                raise errors.UnavailableError(
+                    None, None, f"cannot attach to {name} at {address}: {e.message}; is its server running?"
+                ) from None
+            except errors.OpError:
+                transport.drop_channel(address, self.key)
+                raise
+
     def stop(self):
         """Stops every task: SIGTERM, SIGKILL after `STOP_GRACE_S`; returns when none is left.
 
         Idempotent. The event stream stops collecting; its history stays readable.
         """
         was_running = self._stop_tasks()
-        if was_running:
+        if was_running and self.key is not None:
             self._restore_key_env()
         if self.events is not None:
             self.events.close()
@@ -274,6 +317,8 @@ class LocalCluster:
         return was_running
 
     def _restore_key_env(self):
+        if self.key is None:
+            return
         if os.environ.get(wire.KEY_ENV) != self.key.hex():
             return  # another cluster has set its own key since
         if self._saved_key_env is None:
@@ -303,6 +348,11 @@ class LocalCluster:
         return self.start()
 
     def _task(self, job, index):
+        if self.attached:
+            raise ValueError(
+                f"{Task(job, index).label} was not started by this cluster (attached to running "
+                "tasks): stop or restart it on its own host"
+            )
         if (job, index) not in self._tasks:
             known = ", ".join(Task(*t).label for t in self._tasks) or "none (the cluster is stopped)"
             raise ValueError(
@@ -372,7 +422,7 @@ class LocalCluster:
             }
             if task is not None and not task.alive:
                 row["error"] = _exit_text(task.proc.returncode)
-            elif task is None and is_local_host(parse_address(address)[0]):
+            elif task is None and not self.attached and is_local_host(parse_address(address)[0]):
                 row["error"] = "stopped" if self._was_started else "not started"
             rows.append(row)
         self._ask_status([r for r in rows if "error" not in r])
@@ -397,6 +447,8 @@ class LocalCluster:
     def __repr__(self):
         jobs = " ".join(f"{j}={self.cluster_spec.num_tasks(j)}" for j in self.cluster_spec.jobs)
         state = "running" if self.running else "stopped"
+        if self.attached:
+            state = f"attached, {state}"
         addresses = ", ".join(a for _, _, a in self.cluster_spec.iter_tasks())
         return f"<LocalCluster {jobs} ({state}) at {addresses}>"
 
@@ -479,9 +531,10 @@ def _free_ports(n):
             s.close()
 
 
-def _make_key(key):
+def _make_key(key, may_be_none=False):
     if key is None:
-        return wire.new_key()
+        key = wire.default_key()
+        return key if key is not None or may_be_none else wire.new_key()
     if isinstance(key, str):
         try:
             key = bytes.fromhex(key)

@@ -48,6 +48,12 @@ class ClusterMagics(Magics):
     )
     @argument("--spec-file", metavar="PATH", help="read the ClusterSpec JSON from this file")
     @argument(
+        "--attach",
+        action="store_true",
+        help="with --spec/--spec-file: start nothing, connect to tasks already running (e.g. "
+        "`nbdist server` on other hosts); `stop` leaves them running",
+    )
+    @argument(
         "--timeout",
         type=float,
         default=cluster_lib.READY_TIMEOUT_S,
@@ -67,6 +73,10 @@ class ClusterMagics(Magics):
             %dtf_cluster stop
             %dtf_cluster restart
 
+        With ``--attach``, ``--spec``/``--spec-file`` name tasks already running elsewhere (servers
+        started with ``nbdist server`` on other hosts, `docs/multihost.md`): nothing is started,
+        each task must answer within ``--timeout``, and ``stop`` leaves them running.
+
         The cluster is bound to ``dtf`` in the notebook and shown once, wherever the line is
         in the cell: the live status widget (a text table outside Jupyter). A trailing
         ``# comment`` is ignored, as on a Python line.
@@ -75,7 +85,7 @@ class ClusterMagics(Magics):
         args = parse_argstring(self.dtf_cluster, line)
         actions = [w for w in args.words if w in _ACTIONS]
         if actions:
-            if len(args.words) > 1 or args.spec or args.spec_file:
+            if len(args.words) > 1 or args.spec or args.spec_file or args.attach:
                 raise UsageError(f"%dtf_cluster {actions[0]} takes no other arguments, got {line!r}")
             return getattr(self, f"_{actions[0]}")()
         jobs = _parse_jobs(args.words)
@@ -84,11 +94,15 @@ class ClusterMagics(Magics):
             return self._status()
         if jobs and spec is not None:
             raise UsageError("%dtf_cluster takes job sizes (ps=1 worker=2) or --spec/--spec-file, not both")
+        if args.attach and spec is None:
+            raise UsageError("%dtf_cluster --attach needs the running tasks' --spec or --spec-file")
         running = cluster_lib.current()
         if running is not None:
             running.stop()
         try:
-            cluster = cluster_lib.LocalCluster(spec=spec, ready_timeout_s=args.timeout, **jobs)
+            cluster = cluster_lib.LocalCluster(
+                spec=spec, ready_timeout_s=args.timeout, attach=args.attach, **jobs
+            )
         except ValueError as e:
             raise UsageError(f"%dtf_cluster: {e}") from None
         self.shell.user_ns["dtf"] = cluster

@@ -142,7 +142,14 @@ class Server:
         config: a `tf.ConfigProto` (defaults for sessions of this master).
         start: start serving now.
         cluster_key: bytes to sign and check every message with (default:
-            ``$NBDIST_CLUSTER_KEY``; None means unsigned).
+            ``$NBDIST_CLUSTER_KEY``, else the file ``$NBDIST_CLUSTER_KEY_FILE`` names; None
+            means unsigned).
+        bind_host: an nbdist extension: the interface to bind instead of the host of this
+            task's cluster entry, on the same port (``0.0.0.0`` for every interface, or a
+            pod's own IP). By default a server binds exactly its cluster address's host.
+
+    With ``$NBDIST_CURVE_KEY_FILE`` set the server encrypts with CURVE and admits only
+    clients holding the cluster's keypair (`nbdist.runtime.security`).
 
     Raises:
         ValueError: a job/task not in the cluster.
@@ -165,6 +172,7 @@ class Server:
         config=None,
         start=True,
         cluster_key=None,
+        bind_host=None,
     ):
         cluster, job_name, task_index, protocol = _normalize_server_def(
             server_or_cluster_def, job_name, task_index, protocol
@@ -175,6 +183,7 @@ class Server:
         self._protocol = protocol
         self._config = config
         self._key = cluster_key if cluster_key is not None else wire.default_key()
+        self._bind_host = bind_host
         self.address = cluster.task_address(job_name, task_index)
         self.task_device = Task(job_name, task_index).device
         self.worker = WorkerService(self.task_device, self._address_of, self._key)
@@ -208,6 +217,16 @@ class Server:
         return self._key is not None
 
     @property
+    def encrypted(self):
+        """True when this server speaks CURVE (``$NBDIST_CURVE_KEY_FILE``)."""
+        return self._loop is not None and self._loop.encrypted
+
+    @property
+    def bind_address(self):
+        """The ``host:port`` the socket is bound to (`address` unless `bind_host` was given)."""
+        return self._loop.bind_address if self._loop is not None else self.address
+
+    @property
     def server_def(self):
         """This server's `ServerDef` (``cluster`` as a ClusterDef dict)."""
         return ServerDef(
@@ -227,7 +246,12 @@ class Server:
         if self._loop is not None:
             return
         self._loop = ServingLoop(
-            self.address, self._handle, self._key, inline=self._runs_inline, task=self.task_device
+            self.address,
+            self._handle,
+            self._key,
+            inline=self._runs_inline,
+            task=self.task_device,
+            bind_host=self._bind_host,
         )
         self.master.loop = self.worker.loop = self._loop
         self._stopped.clear()

@@ -16,6 +16,7 @@ socket monitors that fail what a lost peer still owes).
 
 import collections
 import contextlib
+import errno
 import heapq
 import itertools
 import threading
@@ -27,7 +28,7 @@ from typing import Any, NamedTuple
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import samehost, shm, transport, wire
+from nbdist.runtime import samehost, security, shm, transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
@@ -73,7 +74,10 @@ class ServingLoop:
     """Binds `address` and serves until `stop()`.
 
     Args:
-        address: ``host:port`` to bind.
+        address: ``host:port`` of this server in its cluster: it binds there.
+        bind_host: bind this interface address instead of `address`'s host, on the same port
+            (``0.0.0.0`` or ``::`` for every interface; a pod's own IP where the name of its
+            cluster entry does not resolve yet).
         handle: ``handle(msg, responder) -> (reply_type, body)``, or `DEFERRED` when it
             will call ``responder.reply`` itself; ``(None, None)`` sends nothing.
             Exceptions become ``Error`` replies.
@@ -82,11 +86,14 @@ class ServingLoop:
         task: name used in error replies (``/job:ps/replica:0/task:0``).
 
     Raises:
-        OSError: if the address cannot be bound (in use), naming it.
+        OSError: if the address cannot be bound (in use, or not this host's), naming it.
+        ValueError: the host does not resolve.
     """
 
-    def __init__(self, address, handle, key=None, inline=None, task="", max_threads=64):
+    def __init__(self, address, handle, key=None, inline=None, task="", max_threads=64, bind_host=None):
         self.address = address
+        port = address.rpartition(":")[2]
+        self.bind_address = f"{_bracketed(bind_host)}:{port}" if bind_host else address
         self.task = task
         self._handle = handle
         self._key = key
@@ -95,24 +102,7 @@ class ServingLoop:
         self.requests_served = 0
         self.malformed = 0
         ctx = context()
-        self._router = ctx.socket(zmq.ROUTER)
-        self._router.setsockopt(zmq.LINGER, 0)
-        self._router.setsockopt(zmq.IPV6, 1)
-        self._router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
-        transport.set_heartbeats(self._router)  # clients that stop answering are dropped
-        # Sending to an identity that is not connected raises (instead of a silent drop), so
-        # a worker knows whether it could deliver fetched tensors straight to a client.
-        self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        try:
-            self._router.bind(zmq_endpoint(address))
-        except zmq.ZMQError as e:
-            self._router.close(linger=0)
-            raise OSError(
-                e.errno,
-                f"cannot start server {task} at {address}: {e.strerror}; another server (or "
-                "program) holds that port: stop it (server.stop() / %dtf_cluster stop) or choose "
-                "another port",
-            ) from None
+        self._router, self.encrypted = _bound_router(ctx, self.bind_address, task)
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
         if self._local and shm.enabled():
@@ -329,7 +319,7 @@ class ServingLoop:
         if not self.on_io_thread:
             self.post(_noop)  # wake the loop now rather than at its next poll timeout
         self._thread.join(timeout_s)
-        _wait_port_free(self.address, timeout_s)
+        _wait_port_free(self.bind_address, timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._outbox_lock:
             for s in self._outbox_sockets:
@@ -380,6 +370,9 @@ class PeerChannels:
         """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
         channel = self.channel(address, name)
         channel.poll_events()
+        if channel.handshake_failure is not None:
+            on_error(channel.handshake_error())
+            return None
         if channel.disconnected_at is not None and not channel.connected:
             on_error(channel.unavailable(time.monotonic() - channel.disconnected_at, transport.LOST))
             return None
@@ -426,6 +419,9 @@ class PeerChannels:
     def _on_connection_event(self, address, channel):
         was_connected = channel.connected
         channel.poll_events()
+        if channel.handshake_failure is not None:
+            self._fail(address, channel.handshake_error())
+            return
         if channel.connected and not was_connected:
             for _, on_back in self._watchers.get(address, ()):
                 on_back()
@@ -468,6 +464,61 @@ class PeerChannels:
 
 def _noop():
     pass
+
+
+def _bound_router(ctx, bind_address, task):
+    """The server's ROUTER socket bound at `bind_address` (a CURVE server when the process has
+    CURVE keys), and whether it encrypts.
+
+    Raises:
+        OSError: the address is in use, or not this host's (naming it and the fix).
+    """
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.setsockopt(zmq.IPV6, 1)
+    router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
+    transport.set_heartbeats(router)  # clients that stop answering are dropped
+    # Sending to an identity that is not connected raises (instead of a silent drop), so
+    # a worker knows whether it could deliver fetched tensors straight to a client.
+    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    try:
+        encrypted = security.secure_server(router) is not None
+        router.bind(_bind_endpoint(bind_address, task))
+    except zmq.ZMQError as e:
+        router.close(linger=0)
+        raise OSError(e.errno, _bind_error(e, task, bind_address)) from None
+    except BaseException:
+        router.close(linger=0)
+        raise
+    return router, encrypted
+
+
+def _bracketed(host):
+    return f"[{host.strip('[]')}]" if ":" in host else host
+
+
+def _bind_endpoint(address, task):
+    """``tcp://ip:port`` to bind for `address`; a host that does not resolve says how to fix it."""
+    try:
+        return zmq_endpoint(address)
+    except ValueError as e:
+        raise ValueError(
+            f"cannot start server {task}: {e}; a server binds the host of its own cluster entry, which "
+            "must resolve on this machine (or give `--bind IP`, e.g. this machine's or pod's own IP)"
+        ) from None
+
+
+def _bind_error(e, task, address):
+    if e.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"cannot start server {task} at {address}: {e.strerror}: that host is not an address of "
+            "this machine (or of this network namespace); run the task on the host its cluster entry "
+            "names, or bind another interface with `--bind IP` (`--bind 0.0.0.0` for all of them)"
+        )
+    return (
+        f"cannot start server {task} at {address}: {e.strerror}; another server (or program) holds "
+        "that port: stop it (server.stop() / %dtf_cluster stop) or choose another port"
+    )
 
 
 def _wait_port_free(address, timeout_s):

@@ -17,7 +17,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime import samehost, wire
+from nbdist.runtime import samehost, security, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
@@ -50,6 +50,33 @@ NEVER_CONNECTED_S = 60.0
 # 100 ms otherwise, forever): a restarted peer is found again within it.
 RECONNECT_IVL_MAX_MS = 1000
 _monitor_ids = itertools.count(1)
+# A ZeroMQ handshake that fails because of CURVE: what to tell the user, by monitor event
+# (`_handshake_failure` picks the events that can only mean a key problem).
+_MECHANISM_MISMATCH = (
+    "the ZeroMQ handshake failed: one side encrypts with CURVE and the other does not; give "
+    f"every server and client the same ${security.CURVE_KEY_FILE_ENV} (or none)"
+)
+_KEY_REFUSED = (
+    "the server refused this client's CURVE key: this process does not hold the cluster's "
+    f"CURVE keypair (set ${security.CURVE_KEY_FILE_ENV} to the cluster's curve.key_secret)"
+)
+_CURVE_CLOSED = (
+    "the connection closed during the CURVE handshake: the server's key is not the one this "
+    f"process holds (${security.CURVE_KEY_FILE_ENV} names another cluster's keypair?), or that "
+    "port is not an nbdist server"
+)
+_HANDSHAKE_FAILED = (
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+)
+_CHANNEL_EVENTS = (
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_CONNECT_RETRIED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | _HANDSHAKE_FAILED
+)
 LOST = (
     f"the connection was lost (its process exited, or stopped answering heartbeats for "
     f"{HEARTBEAT_TIMEOUT_S:g} s)"
@@ -99,10 +126,11 @@ class Channel:
         self.socket.setsockopt(zmq.IPV6, 1)
         set_heartbeats(self.socket)
         self.socket.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
-        self.monitor = _monitor(
-            self.socket, zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
-        )
+        self.encrypted = security.secure_client(self.socket) is not None
+        self.monitor = _monitor(self.socket, _CHANNEL_EVENTS)
         self.connected = False
+        self.handshake_failure = None  # why the last handshake failed (until one succeeds)
+        self.closed_in_handshake_at = None  # the peer closed before a handshake completed
         self.disconnected_at = None
         self.refused_since = None  # first refused attempt since the last connection
         self.created_at = time.monotonic()
@@ -135,8 +163,15 @@ class Channel:
     def poll_events(self):
         """Drains connection events; updates `connected`."""
         while self.monitor.poll(0):
-            event = parse_monitor_message(self.monitor.recv_multipart())["event"]
-            if event == zmq.EVENT_CONNECTED:
+            message = parse_monitor_message(self.monitor.recv_multipart())
+            event = message["event"]
+            if event & _HANDSHAKE_FAILED:
+                self.handshake_failure = self._handshake_failure(event, message["value"])
+                if self.closed_in_handshake_at is None:
+                    self.closed_in_handshake_at = time.monotonic()
+            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.handshake_failure = self.closed_in_handshake_at = None
+            elif event == zmq.EVENT_CONNECTED:
                 self.connected, self.disconnected_at, self.refused_since = True, None, None
                 _reached.add(self.address)
             elif event == zmq.EVENT_DISCONNECTED:
@@ -162,6 +197,28 @@ class Channel:
             "is its server running? (check the task's process / %dtf_cluster status)",
         )
 
+    def _handshake_failure(self, event, value):
+        """Why a failed handshake failed when a key is the cause, else None (an ordinary
+        connection problem: a peer that closes at once is reported as unavailable)."""
+        if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            return _KEY_REFUSED
+        if (
+            event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            and value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
+        ):
+            return _MECHANISM_MISMATCH
+        if event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.encrypted:
+            return _CURVE_CLOSED
+        return None
+
+    def handshake_error(self):
+        """`UnauthenticatedError` when the last handshake with the peer failed, else None."""
+        if self.handshake_failure is None:
+            return None
+        return errors.UnauthenticatedError(
+            None, None, f"{self.name} at {self.address} refused the connection: {self.handshake_failure}"
+        )
+
     def refused(self, started):
         """`UnavailableError` if a peer reached before has refused connections for longer
         than `REFUSED_GRACE_S` (its server is gone: on one host that shows at once), else None."""
@@ -177,8 +234,17 @@ class Channel:
     def check_alive(self, started, connect_timeout_s):
         """Raises `UnavailableError` if the peer dropped, or never connected in time."""
         self.poll_events()
+        if self.handshake_failure is not None:
+            raise self.handshake_error()
         now = time.monotonic()
-        if self.disconnected_at is not None and not self.connected:
+        # A peer that closed in the middle of the handshake may be a CURVE server (its mechanism
+        # mismatch shows on the next attempt, reconnecting at once): wait that long for it.
+        in_handshake = self.closed_in_handshake_at is not None
+        if (
+            self.disconnected_at is not None
+            and not self.connected
+            and not (in_handshake and now - self.closed_in_handshake_at <= REFUSED_GRACE_S)
+        ):
             raise self.unavailable(now - started, LOST)
         refused = self.refused(started)
         if refused is not None:

@@ -36,13 +36,13 @@ import msgpack
 import numpy as np
 
 from nbdist import errors
-from nbdist.runtime import shm
+from nbdist.runtime import security, shm
 
 PROTOCOL_VERSION = 1
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_FRAMES = 65536
 MAX_TENSOR_BYTES = 4 * 2**30
-KEY_ENV = "NBDIST_CLUSTER_KEY"
+KEY_ENV = security.KEY_ENV
 _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
@@ -69,14 +69,9 @@ class WireError(ValueError):
 
 
 def default_key():
-    """The cluster key from ``$NBDIST_CLUSTER_KEY`` (hex), or None when unset."""
-    text = os.environ.get(KEY_ENV)
-    if not text:
-        return None
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        raise ValueError(f"${KEY_ENV} must be a hex string, got {len(text)} chars that are not hex") from None
+    """The cluster key: ``$NBDIST_CLUSTER_KEY`` (hex), else the file ``$NBDIST_CLUSTER_KEY_FILE``
+    names (`nbdist.runtime.security`); None when neither is set."""
+    return security.signing_key()
 
 
 def new_key():
@@ -305,7 +300,7 @@ def _decode(frames, key, guard):
         if not signature:
             raise WireError(
                 "unsigned message refused: this cluster requires signed messages "
-                f"(set ${KEY_ENV} to the cluster key)",
+                f"(set ${security.KEY_FILE_ENV} to the cluster's key file, or ${KEY_ENV} to the key)",
                 "UNAUTHENTICATED",
                 _request_id_of(head),
             )
