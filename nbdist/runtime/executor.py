@@ -14,6 +14,7 @@ accumulator change), bounded by the step's deadline and ended at once when the s
 aborted or its session closes; a timeout names everything still awaited.
 """
 
+import heapq
 import logging
 import time
 
@@ -247,15 +248,8 @@ class ExecutionPlan:
         self._feed_specs = [(f, *_output_spec(by_name, f)) for f in self.feeds]
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
-        last_use = {}
-        for step in self._steps:
-            for i in step.inputs:
-                if i >= 0:
-                    last_use[i] = step
-        kept = set(self._fetch_slots)
-        for slot, step in last_use.items():
-            if slot not in kept:
-                step.frees += (slot,)
+        _note_last_uses(self._steps, set(self._fetch_slots))
+        self._producers, self._consumers = _dataflow_edges(self._steps)
         blocking = [registry.lookup(n.op) for n in order if registry.lookup(n.op).blocking]
         self.may_block = bool(blocking)
         # Every wait is for a tensor from another task: a run can be parked until it arrives.
@@ -415,16 +409,45 @@ class ExecutionPlan:
                 vals[step.out + i] = out[i]
 
 
+def _note_last_uses(steps, kept):
+    """Sets each step's `frees`: the slots (but `kept`) whose last consumer it is."""
+    last_use = {}
+    for step in steps:
+        for i in step.inputs:
+            if i >= 0:
+                last_use[i] = step
+    for slot, step in last_use.items():
+        if slot not in kept:
+            step.frees += (slot,)
+
+
+def _dataflow_edges(steps):
+    """Each step's producers (of its data inputs, and its control inputs) and consumers, by
+    index: what a run that had to defer some steps follows."""
+    producer = {}
+    for step in steps:
+        for i in range(step.n_out):
+            producer[step.out + i] = step.index
+    producers = [tuple({producer[i] for i in s.inputs if i in producer} | set(s.controls)) for s in steps]
+    consumers = [[] for _ in steps]
+    for step in steps:
+        for p in producers[step.index]:
+            consumers[p].append(step.index)
+    return producers, consumers
+
+
 class PlanRun:
     """One run of an `ExecutionPlan`, advanced as far as it goes without waiting.
 
     The first `advance` runs the plan in its static order, deferring each op that must wait
-    (and everything behind it); later ones run what became ready since. Whoever advances it
-    decides how to wait in between: `ExecutionPlan.run` on the step's condition, a server's
-    I/O thread by parking the run until a tensor for its step arrives.
+    (and everything behind it); later ones run what became ready since, as a dataflow: each
+    deferred op counts its producers still to run, and an op whose count reaches zero is
+    tried (so a wake-up costs what it unblocks, not the length of what is still deferred).
+    Whoever advances it decides how to wait in between: `ExecutionPlan.run` on the step's
+    condition, a server's I/O thread by parking the run until a tensor for its step arrives.
     """
 
-    __slots__ = ("plan", "ctx", "vals", "waits", "done", "deferred", "compute_s")
+    __slots__ = ("plan", "ctx", "vals", "waits", "done", "pending", "waiting", "left", "compute_s")
 
     def __init__(self, plan, ctx, feed_values):
         self.plan, self.ctx = plan, ctx
@@ -433,7 +456,9 @@ class PlanRun:
             self.vals[slot] = value
         self.waits = {}  # step index -> when it first had to wait (a traced or watched op's span starts)
         self.done = [False] * len(plan._steps)  # read only once a step was deferred (control edges)
-        self.deferred = None  # None until the first advance; then the steps still to run, in order
+        self.pending = None  # None until the first advance; then step index -> producers still to run
+        self.waiting = []  # indices of deferred steps whose inputs are all there: each waits on its ready()
+        self.left = 0  # deferred steps not run yet
         self.compute_s = 0.0  # time spent in advance (running kernels), waits excluded
 
     def blocked(self, step):
@@ -445,7 +470,8 @@ class PlanRun:
         )
 
     def advance(self):
-        """Runs every op that can run now; returns the ones still to run (empty: finished).
+        """Runs every op that can run now; returns the ops it waits on (empty: finished): each
+        has all its inputs and waits for its ready function (a tensor, a queue...).
 
         Raises:
             The step's abort error (`CancelledError`, ...), or the error of a kernel.
@@ -456,14 +482,16 @@ class PlanRun:
             if error is not None:
                 raise error
             with np.errstate(all="ignore"):  # IEEE results (log(0) = -inf), as TF's kernels give
-                if self.deferred is None:
-                    self.deferred = self._first_pass()
-                progressed = True
-                while self.deferred and progressed:
-                    progressed = self._pass()
+                if self.pending is None:
+                    self._first_pass()
+                if self.waiting:
+                    self._pass()
             if self.ctx.outbox:  # before waiting (or ending): the tensors for other tasks go now
                 self.ctx.rendezvous.flush(self.ctx)
-            return self.deferred
+            if self.left and not self.waiting:  # a plan is acyclic: something must be waiting
+                raise errors.InternalError(None, None, f"{self.left} ops can never run (a cycle?)")
+            steps = self.plan._steps
+            return [steps[i] for i in self.waiting]
         finally:
             self.compute_s += time.perf_counter() - began
 
@@ -488,25 +516,34 @@ class PlanRun:
                 # set. Only before any deferral: then every consumer has run in static order.
                 for slot in step.frees:
                     vals[slot] = None
-        return deferred
+        done, producers = self.done, plan._producers
+        self.pending = {s.index: sum(not done[p] for p in producers[s.index]) for s in deferred}
+        self.waiting = [i for i, n in self.pending.items() if n == 0]  # in plan order
+        self.left = len(deferred)
 
     def _pass(self):
-        """Runs what became ready among the deferred steps; True if any ran."""
+        """Runs the waiting ops that became ready, and everything they unblock, in plan order."""
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
-        progressed, still = False, []
-        for step in self.deferred:
-            if self.blocked(step):
-                still.append(step)
-                continue
+        steps, consumers, pending, done = plan._steps, plan._consumers, self.pending, self.done
+        work, still = list(self.waiting), []
+        heapq.heapify(work)
+        while work:
+            index = heapq.heappop(work)
+            step = steps[index]
             if step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
-                still.append(step)
+                still.append(index)
                 plan._note_wait(step, waits)
                 continue
             plan._execute(step, ctx, vals, trace, waits)
-            self.done[step.index] = True
-            progressed = True
-        self.deferred = still
-        return progressed
+            done[index] = True
+            self.left -= 1
+            for c in consumers[index]:
+                if c in pending:
+                    pending[c] -= 1
+                    if pending[c] == 0:
+                        heapq.heappush(work, c)
+        still.sort()
+        self.waiting = still
 
 
 def prune_and_sort(by_name, fed, fetches, targets):
