@@ -85,7 +85,7 @@ trainer = threading.Thread(target={target}, daemon=True)
 trainer.start()"""
 
 
-def write_live_notebook(path, join=True, steps=30):
+def write_live_notebook(path, join=True, steps=50):
     """Writes the live-widgets notebook: cluster, traced step, graph view, dashboard, training.
 
     Args:

@@ -132,6 +132,10 @@ def test_dashboard_draws_loss_per_replica():
     assert dash.history.summary()["global_step"] == 11 and "(stopped)" in dash.status.value
     assert bytes(dash.image.value).startswith(b"\x89PNG") and "nbdist-loss" in dash.image._dom_classes
     assert dash.table.value.count("/job:worker/task:") == 2
+    redraws = dash.redraws
+    dash.stop()  # again (and close(), and the widget's finalizer at exit): nothing more to draw
+    dash.close()
+    assert dash.redraws == redraws
 
 
 def test_dashboard_redraws_at_most_five_times_a_second_while_events_pour_in():
@@ -212,3 +216,19 @@ def test_dashboard_bundle_has_the_picture_as_a_static_png():
 def test_build_model_helper_graph_has_requested_devices():
     model = build_model()
     assert model.w.op.device == "/job:ps/task:0" and model.loss.op.device == "/job:worker/task:0"
+
+
+def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_cores():
+    """A draw that takes 0.2 s is followed by a pause of 3x that (a quarter of the time at
+    most goes to drawing), however fast requests come: at most 3 draws in 2 s, not 5."""
+    from nbdist.notebook.widgets.throttle import Redrawer
+
+    draws = []
+    redrawer = Redrawer(lambda: (draws.append(time.monotonic()), time.sleep(0.2)), max_per_s=5)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        redrawer.request()
+        time.sleep(0.01)
+    redrawer.close()
+    assert 1 <= len(draws) <= 3, draws
+    assert all(b - a >= 0.75 for a, b in zip(draws, draws[1:], strict=False)), draws

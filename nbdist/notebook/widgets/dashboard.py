@@ -133,6 +133,8 @@ class Dashboard(_VBox):
     def stop(self):
         """Stops listening, draws the final picture and makes it the output's static image
         (what the saved notebook shows on nbviewer/GitHub). Call it after training."""
+        if self._unsubscribe is None and self._redrawer.closed:
+            return  # stopped already: its final picture is drawn (and at exit it could not be)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

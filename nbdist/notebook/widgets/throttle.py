@@ -3,7 +3,10 @@
 Events may arrive on any thread and far faster than matplotlib draws; `request` only marks
 the picture out of date and returns at once. One daemon thread (started on the first
 request) calls ``draw()`` when the picture is out of date and the last draw is at least
-``1 / max_per_s`` ago, so a burst of requests makes one draw. ``draw`` should only set
+``1 / max_per_s`` ago, so a burst of requests makes one draw — and at least ``busy_fraction``
+of the time its draws take apart, so watching never takes more than that share of a core
+from the training it watches (a dashboard's matplotlib picture takes 0.1-0.5 s to draw on
+a busy 2-core machine: at 5 a second it would take the whole core). ``draw`` should only set
 widget state (docs/testing-notebooks.md).
 """
 
@@ -18,16 +21,19 @@ class Redrawer:
         draw: a callable with no arguments (runs on the redrawer's thread).
         max_per_s: at most this many draws a second.
         name: the thread's name.
+        busy_fraction: at most this share of the time spent drawing (the pause after a draw
+            is at least its duration times ``1 / busy_fraction - 1``).
     """
 
-    def __init__(self, draw, max_per_s, name="nbdist-redraw"):
+    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.25):
         self._draw = draw
         self.min_interval_s = 1.0 / max_per_s
+        self._pause_per_draw_s = 1.0 / busy_fraction - 1.0
+        self._next_draw = 0.0  # monotonic time before which no draw starts
         self._name = name
         self._cond = threading.Condition()
         self._dirty = False
         self.closed = False
-        self._last_draw = 0.0
         self._thread = None
 
     def request(self):
@@ -55,13 +61,12 @@ class Redrawer:
                 while not self._dirty and not self.closed:
                     self._cond.wait()
                 # Too soon after the last picture: let requests pile up, then draw once.
-                while (
-                    not self.closed
-                    and (wait_s := self._last_draw + self.min_interval_s - time.monotonic()) > 0
-                ):
+                while not self.closed and (wait_s := self._next_draw - time.monotonic()) > 0:
                     self._cond.wait(wait_s)
                 if self.closed:
                     return
                 self._dirty = False
+            started = time.monotonic()
             self._draw()
-            self._last_draw = time.monotonic()
+            took = time.monotonic() - started
+            self._next_draw = started + max(self.min_interval_s, took + took * self._pause_per_draw_s)

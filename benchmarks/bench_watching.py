@@ -1,0 +1,102 @@
+"""What watching costs training: `tf.report` at every step with the live dashboard on, and a
+FULL_TRACE step, against the same training unwatched, in the same run.
+
+A `LocalCluster` (1 ps, 2 workers, signed messages); each worker task runs its own client
+(between-graph, asynchronous: a 100-feature linear model, batch 32, on the ps) as a
+``%%dtf_worker`` cell does. Rounds alternate: *plain* (no reports), *watched* (`tf.report`
+of loss, step and staleness after every step, and a `tf.Dashboard` in this process drawing
+them as they arrive). Reported: all workers' local steps per second. Then, on one worker,
+the median time of a plain step and of a `FULL_TRACE` step.
+
+    python benchmarks/bench_watching.py
+    python benchmarks/bench_watching.py --rounds 5 --steps 400
+"""
+
+import argparse
+import statistics
+import time
+
+import nbdist as tf
+from nbdist.notebook import task_exec
+
+CELL = """
+import time
+import numpy as np
+with tf.Graph().as_default():
+    with tf.device(tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
+        rng = np.random.RandomState(task_index)
+        x = tf.placeholder(tf.float32, [32, 100])
+        y = tf.placeholder(tf.float32, [32, 1])
+        w = tf.get_variable("w", [100, 1], initializer=tf.zeros_initializer())
+        step = tf.train.get_or_create_global_step()
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
+        stale = tf.train.staleness.of(train)
+    with tf.Session(server.target) as sess:
+        if task_index == 0:
+            sess.run(tf.global_variables_initializer())
+        while True:  # the chief may still be initializing
+            if not sess.run(tf.report_uninitialized_variables()).size:
+                break
+            time.sleep(0.01)
+        xs = rng.normal(size=(32, 100)).astype(np.float32)
+        feed = {x: xs, y: xs.sum(1, keepdims=True)}
+        for _ in range(20):
+            sess.run(train, feed)
+        began = time.perf_counter()
+        for i in range(STEPS):
+            _, l, s, st = sess.run([train, loss, step, stale], feed)
+            if WATCHED:
+                tf.report(step=int(s), loss=float(l), local_step=i + 1, staleness=int(st))
+        rate = STEPS / (time.perf_counter() - began)
+        traced = []
+        plain = []
+        if TRACE and task_index == 0:
+            for _ in range(30):
+                t = time.perf_counter(); sess.run(train, feed); plain.append(time.perf_counter() - t)
+                md = tf.RunMetadata()
+                t = time.perf_counter()
+                sess.run(train, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+                traced.append(time.perf_counter() - t)
+(rate, float(np.median(plain)) if plain else None, float(np.median(traced)) if traced else None)
+"""
+
+
+def one_round(cluster, steps, watched, trace=False):
+    tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(2)]
+    code = f"STEPS, WATCHED, TRACE = {steps}, {watched}, {trace}\n" + CELL
+    dash = tf.Dashboard(cluster.events) if watched else None
+    try:
+        results = task_exec.run_cell(tasks, code, cluster.key, timeout_s=300)
+    finally:
+        if dash is not None:
+            dash.stop()
+    return sum(r[0] for r in results.values()), results["worker:0"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=300, help="timed steps per worker and round")
+    args = parser.parse_args()
+    rates = {False: [], True: []}
+    with tf.LocalCluster(ps=1, worker=2) as cluster:
+        for _ in range(args.rounds):
+            for watched in (False, True):
+                rates[watched].append(one_round(cluster, args.steps, watched)[0])
+        _, (_, plain_s, traced_s) = one_round(cluster, 50, False, trace=True)
+    plain, watched = statistics.median(rates[False]), statistics.median(rates[True])
+    print("all workers' local steps/s, per round:")
+    print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))
+    print(
+        "  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + "  (tf.report every step, dashboard on)"
+    )
+    print(f"watched / plain (medians): {watched / plain:.3f}  ({(1 - watched / plain) * 100:+.1f}% cost)")
+    print(
+        f"one step on worker 0: plain {plain_s * 1000:.2f} ms, FULL_TRACE {traced_s * 1000:.2f} ms "
+        f"({traced_s / plain_s:.2f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
