@@ -1,5 +1,6 @@
 """The widgets' state, headless (no browser): what each composite shows and how it updates."""
 
+import itertools
 import threading
 import time
 
@@ -231,4 +232,4 @@ def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_core
         time.sleep(0.01)
     redrawer.close()
     assert 1 <= len(draws) <= 3, draws
-    assert all(b - a >= 0.75 for a, b in zip(draws, draws[1:], strict=False)), draws
+    assert all(b - a >= 0.75 for a, b in itertools.pairwise(draws)), draws
