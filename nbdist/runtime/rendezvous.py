@@ -42,14 +42,7 @@ class Rendezvous:
 
     # -- producing ------------------------------------------------------------------------------
     def put(self, step_id, key, value):
-        with self._cond:
-            if step_id in self._aborted:
-                return
-            self._table[(step_id, key)] = (value, time.monotonic())
-            self._cond.notify_all()
-            wake = self._parked.get(step_id)
-        if wake is not None:
-            wake()
+        self.put_all(step_id, [[key, value]])
 
     def park(self, step_id, wake):
         """Calls ``wake()`` whenever a tensor for `step_id` arrives or the step is aborted,
@@ -87,9 +80,17 @@ class Rendezvous:
             channel.send("SendTensor", {"step_id": ctx.step_id, "tensors": tensors})
 
     def put_all(self, step_id, tensors):
-        """The tensors of one ``SendTensor``: ``[[key, value], ...]``."""
-        for key, value in tensors:
-            self.put(step_id, key, value)
+        """Stores ``[[key, value], ...]`` (one ``SendTensor``), then wakes the step's waits once."""
+        with self._cond:
+            if step_id in self._aborted:
+                return
+            now = time.monotonic()
+            for key, value in tensors:
+                self._table[(step_id, key)] = (value, now)
+            self._cond.notify_all()
+            wake = self._parked.get(step_id)
+        if wake is not None:
+            wake()
 
     def _note(self, ctx, node, value, peer):
         self.transfers.setdefault(ctx.step_id, []).append(

@@ -161,12 +161,12 @@ class WorkerService:
             return
         loop, parked, over = self.loop, [], []
 
-        def advance():  # I/O thread
+        def advance(at_deadline=False):  # I/O thread
             if over:  # a late wake-up
                 return
             try:
                 still = run.advance()
-                if still and ctx.deadline is not None and time.monotonic() >= ctx.deadline:
+                if still and (at_deadline or (ctx.deadline is not None and time.monotonic() >= ctx.deadline)):
                     raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - began_s)
             except Exception as e:  # noqa: BLE001 - ends the step with its error
                 finish(e)
@@ -202,7 +202,8 @@ class WorkerService:
         self.steps_parked += 1
         ctx.wake = wake
         if ctx.deadline is not None:
-            parked.append(loop.call_later(max(0.0, ctx.deadline - time.monotonic()), advance))
+            deadline_s = max(0.0, ctx.deadline - time.monotonic())
+            parked.append(loop.call_later(deadline_s, lambda: advance(at_deadline=True)))
         if ctx.abort_error() is not None:  # cancelled before it was parked
             advance()
 
