@@ -11,6 +11,7 @@ import time
 import pytest
 import zmq
 
+import nbdist as tf
 from nbdist.runtime import transport
 from nbdist.runtime.server import Server
 from procs import free_port
@@ -83,3 +84,20 @@ def test_starting_and_stopping_clusters_keeps_the_socket_count_bounded(rounds):
         time.sleep(transport.GONE_S / 10)
         counts.append(sum(1 for s in list(transport.context()._sockets) if not s.closed))
     assert max(counts[rounds // 2 :]) <= max(counts[: rounds // 2]) + 12, counts
+
+
+def test_a_send_with_no_room_to_queue_fails_naming_the_peer_instead_of_blocking(monkeypatch):
+    monkeypatch.setattr(transport, "CONNECT_TIMEOUT_S", 0.5)
+    channel = transport.Channel(f"127.0.0.1:{free_port()}", "/job:ps/task:0")
+    try:
+        channel.socket.setsockopt(zmq.SNDHWM, 1)  # (applies to the pipe of the next connect)
+        channel.socket.connect(f"tcp://127.0.0.1:{free_port()}")
+        started = time.monotonic()
+        with pytest.raises(
+            tf.errors.UnavailableError, match=r"/job:ps/task:0 at 127\.0\.0\.1:\d+ is unavailable"
+        ):
+            for _ in range(10_000):  # ZeroMQ queues for a peer not there yet, up to the pipes' room
+                channel.send("Ping", {})
+        assert time.monotonic() - started < 10
+    finally:
+        channel.close()

@@ -183,11 +183,27 @@ class Channel:
         request_id = request_id or next(_request_ids)
         frames = wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local)
         try:
-            wire.send_frames(self.socket, frames)
+            self._send_frames(frames)
         except BaseException:
             wire.discard(frames)
             raise
         return request_id
+
+    def _send_frames(self, frames):
+        """Sends `frames`, never blocking for good: a DEALER whose peer's pipe is gone (its
+        CURVE handshake failed) or full (1,000 messages queued for a peer that is down) would
+        block in ``send``. Waits for room instead, bounded by `CONNECT_TIMEOUT_S`, and raises
+        what `check_alive` finds (the refused handshake, the lost or never made connection)."""
+        started = time.monotonic()
+        while True:
+            try:
+                wire.send_frames(self.socket, frames, flags=zmq.DONTWAIT)
+                return
+            except zmq.Again:
+                self.check_alive(started, CONNECT_TIMEOUT_S)
+                if time.monotonic() - started > CONNECT_TIMEOUT_S:
+                    raise self.unavailable(time.monotonic() - started, "no room to queue a message") from None
+                self.socket.poll(50, zmq.POLLOUT)
 
     def unavailable(self, waited_s, what):
         return errors.UnavailableError(
