@@ -39,15 +39,23 @@ def _die_with_parent(parent_pid):
     if os.getppid() != parent_pid:  # the parent died before we got here
         os.kill(os.getpid(), signal.SIGTERM)
 
+    def parent_gone():
+        # Re-parenting happens when the parent dies; kill(pid, 0) alone would see a killed
+        # parent as alive until whoever started it reaps it (a zombie answers it).
+        if os.getppid() != parent_pid:
+            return True
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
     def watch():
-        while True:
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                os.kill(os.getpid(), signal.SIGTERM)
-                threading.Event().wait(2.0)
-                os._exit(1)  # the orderly stop did not finish: no orphan either way
+        while not parent_gone():
             threading.Event().wait(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        threading.Event().wait(2.0)
+        os._exit(1)  # the orderly stop did not finish: no orphan either way
 
     threading.Thread(target=watch, daemon=True, name="nbdist-parent-watch").start()
 
