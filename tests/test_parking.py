@@ -31,9 +31,10 @@ def servers(monkeypatch):
         s.stop()
 
 
-def _train(server, model, steps, config=None):
+def _train(target, model, steps):
+    """Trains `model` for `steps` in a session on `target` ("": a local session)."""
     feed = {model.x: np.ones((4, 3), np.float32)}
-    with tf.Session(server.target, graph=model.graph, config=config) as sess:
+    with tf.Session(target, graph=model.graph) as sess:
         sess.run(model.init)
         for _ in range(steps):
             sess.run(model.train, feed)
@@ -42,25 +43,14 @@ def _train(server, model, steps, config=None):
 
 def test_training_steps_park_on_the_io_thread_and_compute_what_a_local_session_does(servers):
     model = build_model()
-    remote = _train(servers["worker"], model, 10)
-    local_model = build_model()
-    with local_model.graph.as_default():
-        local = _train_local(local_model, 10)
+    remote = _train(servers["worker"].target, model, 10)
+    local = _train("", build_model(), 10)
     for got, want in zip(remote, local, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     # The first run of a signature goes to the pool; later ones run inline and park.
     assert servers["ps"].worker.steps_parked >= 8
     assert servers["worker"].worker.steps_parked >= 8
     assert servers["ps"].status()["steps_parked"] == servers["ps"].worker.steps_parked
-
-
-def _train_local(model, steps):
-    feed = {model.x: np.ones((4, 3), np.float32)}
-    with tf.Session(graph=model.graph) as sess:
-        sess.run(model.init)
-        for _ in range(steps):
-            sess.run(model.train, feed)
-        return sess.run([model.w, model.b, model.loss], feed)
 
 
 def test_a_parked_partition_fails_at_its_deadline_naming_the_tensor_it_waits_for(servers):
