@@ -102,3 +102,14 @@ def test_closing_the_session_ends_a_parked_partition(servers):
     assert not t.is_alive()
     assert isinstance(box.get("error"), tf.errors.CancelledError), box
     assert "closed" in box["error"].message
+
+
+def test_a_tensor_arriving_for_a_step_that_ended_here_is_dropped(servers):
+    model = build_model()
+    _train(servers["worker"].target, model, 3)
+    ps = servers["ps"].worker
+    assert ps.status()["tensors_held"] == 0
+    ps.rendezvous.cleanup(12345)  # as the RunGraph of step 12345 ends here
+    ps.rendezvous.put_all(12345, [["late;key", np.ones(1000, np.float32)]])  # a late push for it
+    ps.rendezvous.put_all(12346, [["early;key", np.ones(10, np.float32)]])  # a step not run here yet
+    assert ps.status()["tensors_held"] == 1  # only the early one is kept, for its _Recv

@@ -9,6 +9,7 @@ Waits are bounded by the step's deadline and end at once when the step is aborte
 a timeout names every key still awaited and the task it should come from.
 """
 
+import collections
 import threading
 import time
 
@@ -17,6 +18,10 @@ from nbdist.graph.device import task_prefix
 from nbdist.runtime import transport
 
 _STALE_S = 300.0
+# Steps that ended here, remembered so a tensor that arrives for one later (a peer's push that
+# crossed the step's abort, or a partition that finished early) is dropped at once instead of
+# being held until it is stale.
+_FINISHED_REMEMBERED = 4096
 
 
 class Rendezvous:
@@ -37,12 +42,18 @@ class Rendezvous:
         self._cond = cond if cond is not None else threading.Condition()
         self._table = {}  # (step_id, key) -> (value, arrival time)
         self._aborted = {}  # step_id -> (error, time)
+        self._finished = collections.OrderedDict()  # step_id -> None, oldest first (bounded)
         self.transfers = {}  # step_id -> list of transfer records (only when tracing)
         self._parked = {}  # step_id -> wake(): a parked run of that step, to look again
 
     # -- producing ------------------------------------------------------------------------------
     def put(self, step_id, key, value):
         self.put_all(step_id, [[key, value]])
+
+    def held(self):
+        """How many tensors wait here for a `_Recv` (a task's Status shows it)."""
+        with self._cond:
+            return len(self._table)
 
     def park(self, step_id, wake):
         """Calls ``wake()`` whenever a tensor for `step_id` arrives or the step is aborted,
@@ -82,8 +93,8 @@ class Rendezvous:
     def put_all(self, step_id, tensors):
         """Stores ``[[key, value], ...]`` (one ``SendTensor``), then wakes the step's waits once."""
         with self._cond:
-            if step_id in self._aborted:
-                return
+            if step_id in self._aborted or step_id in self._finished:
+                return  # nobody will take it
             now = time.monotonic()
             for key, value in tensors:
                 self._table[(step_id, key)] = (value, now)
@@ -173,6 +184,9 @@ class Rendezvous:
         """Forgets `step_id` (after its RunGraph finished) and anything stale."""
         now = time.monotonic()
         with self._cond:
+            self._finished[step_id] = None
+            while len(self._finished) > _FINISHED_REMEMBERED:
+                self._finished.popitem(last=False)
             for k in [k for k, (_, t) in self._table.items() if k[0] == step_id or now - t > _STALE_S]:
                 del self._table[k]
             for s in [s for s, (_, t) in self._aborted.items() if now - t > _STALE_S]:

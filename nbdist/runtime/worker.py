@@ -296,6 +296,7 @@ class WorkerService:
             "pid": os.getpid(),
             "steps_run": self.steps_run,
             "steps_parked": self.steps_parked,
+            "tensors_held": self.rendezvous.held(),
             "graphs_registered": len(self._plans),
             "ops_placed": self.ops_placed(),
             "variables": {
