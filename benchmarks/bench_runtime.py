@@ -34,10 +34,20 @@ ENV.pop("NBDIST_CLUSTER_KEY", None)
 MB64 = 64 * 2**20
 
 
+def free_ports(n):
+    """`n` distinct free ports on 127.0.0.1 (all probed at once: one port is never given twice)."""
+    probes = [socket.socket() for _ in range(n)]
+    try:
+        for s in probes:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in probes]
+    finally:
+        for s in probes:
+            s.close()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def peak_rss_mib(pid):
@@ -55,7 +65,7 @@ def wait_line(proc, prefix, timeout_s=60):
         if ready:
             line = proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"process exited: {proc.stderr.read()[-2000:]}")
+                raise RuntimeError(f"process exited: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
             if line.startswith(prefix):
                 return line
     raise TimeoutError(f"no {prefix!r} line in {timeout_s} s")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_step  # noqa: E402 - the cluster helpers (processes, keys)
+import bench_step
 
 SWITCH_EVERY = 50
 

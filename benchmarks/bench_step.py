@@ -20,13 +20,15 @@ import argparse
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_runtime import free_ports, stop, wait_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(
@@ -46,17 +48,9 @@ s.join()
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_cluster(lib, workers):
-    cluster = {
-        "ps": [f"localhost:{free_port()}"],
-        "worker": [f"localhost:{free_port()}" for _ in range(workers)],
-    }
+    ports = [f"localhost:{port}" for port in free_ports(1 + workers)]
+    cluster = {"ps": ports[:1], "worker": ports[1:]}
     spec = json.dumps(cluster)
     commands = []
     for job, addresses in cluster.items():
@@ -72,21 +66,12 @@ def start_cluster(lib, workers):
         for c in commands
     ]
     for p in procs:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = p.stdout.readline()
-            if not line or "ready" in line:
-                break
-        else:
-            raise RuntimeError(f"{lib} task did not start within 120 s")
+        wait_line(p, "nbdist-server ready" if lib == "nbdist" else "ready", 120)
     return cluster, procs
 
 
 def stop_cluster(procs):
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait(10)
+    stop(procs)
 
 
 def build(tf, workers):

@@ -14,7 +14,6 @@ the median time of a plain step and of a `FULL_TRACE` step.
 
 import argparse
 import statistics
-import time
 
 import nbdist as tf
 from nbdist.notebook import task_exec
@@ -23,7 +22,8 @@ CELL = """
 import time
 import numpy as np
 with tf.Graph().as_default():
-    with tf.device(tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
+    setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)
+    with tf.device(setter):
         rng = np.random.RandomState(task_index)
         x = tf.placeholder(tf.float32, [32, 100])
         y = tf.placeholder(tf.float32, [32, 1])
@@ -56,7 +56,8 @@ with tf.Graph().as_default():
                 t = time.perf_counter(); sess.run(train, feed); plain.append(time.perf_counter() - t)
                 md = tf.RunMetadata()
                 t = time.perf_counter()
-                sess.run(train, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+                full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+                sess.run(train, feed, options=full, run_metadata=md)
                 traced.append(time.perf_counter() - t)
 (rate, float(np.median(plain)) if plain else None, float(np.median(traced)) if traced else None)
 """

@@ -1,5 +1,6 @@
 """Helpers for the `tf` facade: exporting public op functions and refusing unsupported names."""
 
+import importlib
 import types
 
 
@@ -27,3 +28,17 @@ def unsupported(prefix, name):
         f"{prefix}.{name} is not supported by nbdist yet; docs/api.md lists the supported "
         "subset of TensorFlow 1.x"
     )
+
+
+def lazy_names(package, names):
+    """A package's ``__getattr__`` (PEP 562) that imports ``names[name]`` (a module path) on
+    first use of `name` and returns that module's attribute: the package costs nothing to import.
+    """
+
+    def getattr_(name):
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return getattr_

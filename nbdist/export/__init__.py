@@ -11,7 +11,7 @@
 TensorFlow itself is imported only when a function here needs it (the ``[tf]`` extra).
 """
 
-import importlib
+from nbdist._facade import lazy_names
 
 _NAMES = {
     "to_tensorflow": "nbdist.export.to_tf",
@@ -21,8 +21,4 @@ _NAMES = {
 }
 
 
-def __getattr__(name):
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nbdist.export' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _NAMES)

@@ -5,7 +5,7 @@
 package costs nothing until a name is used.
 """
 
-import importlib
+from nbdist._facade import lazy_names
 
 _NAMES = {
     "LocalCluster": "nbdist.notebook.cluster",
@@ -17,8 +17,4 @@ _NAMES = {
 }
 
 
-def __getattr__(name):
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nbdist.notebook' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _NAMES)

@@ -283,7 +283,7 @@ class ExecutionPlan:
         try:
             still = run.advance()
             while still:
-                self._wait(ctx, [s for s in still if s.ready is not None and not run.blocked(s)], run.vals)
+                self._wait(ctx, still, run.vals)  # each has its inputs and waits on its ready()
                 still = run.advance()
         finally:
             self.end(run)

@@ -28,22 +28,34 @@ def _ipc_dir():
     return os.path.join(tempfile.gettempdir(), f"nbdist-ipc-{os.geteuid()}")
 
 
-@functools.lru_cache(maxsize=256)
 def resolve(address):
-    """``(ip, port)`` of a ``host:port`` address (IPv4 preferred), or None if it does not resolve."""
+    """``(ip, port)`` of a ``host:port`` address (names resolved now, IPv4 preferred).
+
+    Raises:
+        ValueError: it does not resolve (naming the address and why).
+    """
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     try:
         infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
-    except (socket.gaierror, ValueError, UnicodeError):
-        return None
+    except (socket.gaierror, ValueError, UnicodeError) as e:
+        raise ValueError(f"cannot resolve address {address!r}: {e}") from None
     ip = next((i[4][0] for i in infos if i[0] == socket.AF_INET), infos[0][4][0])
     return ip, int(port)
 
 
+@functools.lru_cache(maxsize=256)
+def _resolved(address):
+    """`resolve`, or None; remembered (whether an address is loopback does not change)."""
+    try:
+        return resolve(address)
+    except ValueError:
+        return None
+
+
 def is_loopback(address):
     """True when `address` (``host:port``) is a loopback address of this host."""
-    resolved = resolve(address)
+    resolved = _resolved(address)
     return resolved is not None and ipaddress.ip_address(resolved[0].split("%")[0]).is_loopback
 
 
@@ -68,7 +80,7 @@ def ipc_path(address):
     directory = _private_dir()
     if directory is None:
         return None
-    ip, port = resolve(address)
+    ip, port = _resolved(address)
     return os.path.join(directory, f"{ip.replace(':', '_')}-{port}")
 
 

@@ -92,16 +92,12 @@ def set_heartbeats(socket):
 
 
 def zmq_endpoint(address):
-    """``tcp://ip:port`` for a ``host:port`` address (names resolved; IPv6 in brackets)."""
-    import socket  # noqa: PLC0415
+    """``tcp://ip:port`` for a ``host:port`` address (names resolved; IPv6 in brackets).
 
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]")
-    try:
-        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
-    except (socket.gaierror, ValueError) as e:
-        raise ValueError(f"cannot resolve address {address!r}: {e}") from None
-    ip = next((i[4][0] for i in infos if i[0] == socket.AF_INET), infos[0][4][0])
+    Raises:
+        ValueError: the address does not resolve.
+    """
+    ip, port = samehost.resolve(address)
     return f"tcp://[{ip}]:{port}" if ":" in ip else f"tcp://{ip}:{port}"
 
 
