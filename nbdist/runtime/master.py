@@ -401,7 +401,15 @@ class _Step:
             meta["direct"] = direct
         if self.trace:
             self.calls.insert(
-                0, _event("master", "RunStep", m.task_device, self.start_s, step_id=self.step_id)
+                0,
+                _event(
+                    "master",
+                    "RunStep",
+                    m.task_device,
+                    self.start_s,
+                    step_id=self.step_id,
+                    in_process=self.responder.in_process,  # the client is in this process
+                ),
             )
             meta["service_calls"] = self.calls
             meta["step_stats"] = [stats for _, stats in self.results.values() if stats]

@@ -1,5 +1,9 @@
 """The client side of a session with a remote master (``Session("zmq://host:port")``).
 
+When the master is a server of this very process (a tutorial's worker: its own server,
+and a session on ``server.target``), requests skip the wire (`serving.in_process_channel`,
+TF's ``LocalMaster``).
+
 The first `run` sends the whole GraphDef (`CreateSession`); later runs send only the
 nodes added since (`ExtendSession`), then one `RunStep` per call.
 
@@ -21,7 +25,7 @@ import zmq
 from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import graph_to_graph_def
-from nbdist.runtime import transport, wire
+from nbdist.runtime import serving, transport, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
 
@@ -124,6 +128,9 @@ class RemoteBackend:
         self._master_name = "the master"  # named by its task once the master told the cluster
 
     def _channel(self):
+        in_process = serving.in_process_channel(self.address, self._key, self._master_name)
+        if in_process is not None:  # the master is this process's own server (TF's LocalMaster)
+            return in_process
         channel = transport.channel_to(self.address, self._master_name, self._key)
         channel.name = self._master_name  # a lost master is reported by its task, not only its address
         return channel

@@ -8,6 +8,11 @@ sockets (`watch`), run timers (`call_later`) and callbacks posted from other thr
 (`post`), so a step fanned out to several workers is driven without any thread waiting.
 Replies from other threads reach the ROUTER through an inproc PUSH/PULL pair.
 
+A client in the same process as a server (a tutorial's worker: its own server, and a
+session on ``server.target``) skips the wire to it: `in_process_channel` hands its
+requests to the loop as they are, and the handler's reply straight back - TF's
+``LocalMaster``. Nothing else changes: the same handlers, inline rules and errors.
+
 Services (master, worker, per-task exec) declare their requests as tables of `Rpc`
 entries; the server composes the tables onto one loop. `PeerChannels` are the I/O
 thread's own channels to other servers (requests whose replies call back on the loop,
@@ -19,12 +24,15 @@ import contextlib
 import errno
 import heapq
 import itertools
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
+import numpy as np
 import zmq
 
 from nbdist import errors
@@ -33,6 +41,9 @@ from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
+# The serving loops of this process, by address: what `in_process_channel` reaches.
+_LOOPS = weakref.WeakValueDictionary()
+IN_PROCESS_ENV = "NBDIST_IN_PROCESS"  # "0": clients reach servers of their own process over the wire too
 
 
 class Rpc(NamedTuple):
@@ -54,6 +65,7 @@ class Responder:
     """Answers one request, from the I/O thread or from any other thread, once."""
 
     __slots__ = ("_loop", "identity", "request_id", "_sent")
+    in_process = False  # the request came from a client of this process, not over the wire
 
     def __init__(self, loop, identity, request_id):
         self._loop = loop
@@ -102,7 +114,8 @@ class ServingLoop:
         self.requests_served = 0
         self.malformed = 0
         ctx = context()
-        self._router, self.encrypted = _bound_router(ctx, self.bind_address, task)
+        self._router, self._curve_keys = _bound_router(ctx, self.bind_address, task)
+        self.encrypted = self._curve_keys is not None
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
         if self._local and shm.enabled():
@@ -126,7 +139,9 @@ class ServingLoop:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
         self._io_ident = None
+        self._in_process_calls = set()  # `_InProcessCall`s not answered yet
         self._thread.start()
+        _LOOPS[address] = self
 
     # -- the event loop (I/O thread) -----------------------------------------------------------
     def _run(self):
@@ -247,8 +262,11 @@ class ServingLoop:
             self.malformed += 1
             self.send_reply(identity, "Error", wire.error_body(e, self.task), e.request_id)
             return
+        self._accept(msg, Responder(self, identity, msg.get("id", 0)))
+
+    def _accept(self, msg, responder):
+        """Serves a decoded request: here if it is quick (`inline`), else on the pool."""
         self.requests_served += 1
-        responder = Responder(self, identity, msg.get("id", 0))
         if self._inline(msg):
             self._serve(msg, responder)
         else:
@@ -316,6 +334,10 @@ class ServingLoop:
         if self._stop.is_set():
             return
         self._stop.set()
+        if _LOOPS.get(self.address) is self:
+            del _LOOPS[self.address]
+        for call in list(self._in_process_calls):
+            call.abandon(f"its server at {self.address} was stopped")
         if not self.on_io_thread:
             self.post(_noop)  # wake the loop now rather than at its next poll timeout
         self._thread.join(timeout_s)
@@ -327,6 +349,117 @@ class ServingLoop:
             self._outbox_sockets.clear()
         if self._local and shm.enabled():
             shm.sweep_leftovers()
+
+
+class _InProcessResponder(Responder):
+    """Answers a request of `_InProcessCall`: the reply body goes back as it is."""
+
+    __slots__ = ("_call",)
+    in_process = True
+
+    def __init__(self, loop, call):
+        super().__init__(loop, None, 0)
+        self._call = call
+
+    def reply(self, reply_type, body):
+        if not self._sent:
+            self._sent = True
+            self._call.answer(reply_type, body)
+
+
+class _InProcessCall:
+    """One request from a client of this process, until its reply (or the loop's end)."""
+
+    def __init__(self, loop):
+        self._loop = loop
+        self._done = threading.Event()
+        self.reply = None  # (reply_type, body)
+
+    def answer(self, reply_type, body):
+        self.reply = (reply_type, _detached(body))
+        self._loop._in_process_calls.discard(self)
+        self._done.set()
+
+    def abandon(self, why):
+        if not self._done.is_set():
+            self.answer("Error", wire.error_body(errors.UnavailableError(None, None, why), self._loop.task))
+
+    def wait(self, timeout_s):
+        return self._done.wait(timeout_s)
+
+
+class InProcessChannel:
+    """A `transport.Channel` to a server of this process: same `call`, no wire.
+
+    The request body is handed to the server's loop as a decoded message would be (its
+    arrays are the caller's: a step never changes its feeds), and the reply comes back
+    with its containers rebuilt and its arrays copied (`_detached`), as the wire would
+    have copied them: a fetched value is the caller's own, never a variable's storage.
+    """
+
+    encrypted = False
+    local = True
+
+    def __init__(self, loop, name):
+        self._loop = loop
+        self.address = loop.address
+        self.name = name or loop.address
+
+    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None):
+        """As `transport.Channel.call`: the reply message, or the error reply raised."""
+        loop = self._loop
+        call = _InProcessCall(loop)
+        loop._in_process_calls.add(call)
+        if loop._stop.is_set():
+            call.abandon(f"its server at {loop.address} was stopped")
+        msg = {**body, "v": wire.PROTOCOL_VERSION, "type": msg_type, "id": 0}
+        loop.post(lambda: loop._accept(msg, _InProcessResponder(loop, call)))
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not call.wait(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))):
+            if deadline is not None and time.monotonic() >= deadline:
+                loop._in_process_calls.discard(call)
+                raise errors.DeadlineExceededError(
+                    None,
+                    None,
+                    f"timed out after {timeout_s:.1f} s waiting for the reply to {msg_type} from "
+                    f"{self.name} at {self.address} (in this process)",
+                )
+        reply_type, reply = call.reply
+        reply.update(type=reply_type, id=0)
+        if reply_type == "Error":
+            wire.raise_error(reply)
+        return reply
+
+
+def in_process_channel(address, key=None, name=""):
+    """An `InProcessChannel` to the server of this process at `address` (the same address
+    string the server was started with), else None: a server of another process, one that
+    would refuse this client over the wire (another cluster `key`, or CURVE keys the client
+    lacks: it gets the wire's error), or ``$NBDIST_IN_PROCESS=0``."""
+    loop = _LOOPS.get(address)
+    if (
+        loop is None
+        or loop._stop.is_set()
+        or loop._key != key
+        or loop._curve_keys != security.curve_keys()
+        or os.environ.get(IN_PROCESS_ENV) == "0"
+    ):
+        return None
+    return InProcessChannel(loop, name)
+
+
+def _detached(obj):
+    """`obj` with its containers rebuilt and its arrays copied: what a client may keep and
+    change without touching the server's state (a variable's storage, a constant)."""
+    if isinstance(obj, dict):
+        return {k: _detached(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_detached(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_detached(v) for v in obj)
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    return obj
 
 
 class PeerChannels:
@@ -468,7 +601,7 @@ def _noop():
 
 def _bound_router(ctx, bind_address, task):
     """The server's ROUTER socket bound at `bind_address` (a CURVE server when the process has
-    CURVE keys), and whether it encrypts.
+    CURVE keys), and the CURVE keys it encrypts with (None: plain ZeroMQ).
 
     Raises:
         OSError: the address is in use, or not this host's (naming it and the fix).
@@ -482,7 +615,7 @@ def _bound_router(ctx, bind_address, task):
     # a worker knows whether it could deliver fetched tensors straight to a client.
     router.setsockopt(zmq.ROUTER_MANDATORY, 1)
     try:
-        encrypted = security.secure_server(router) is not None
+        keys = security.secure_server(router)
         router.bind(_bind_endpoint(bind_address, task))
     except zmq.ZMQError as e:
         router.close(linger=0)
@@ -490,7 +623,7 @@ def _bound_router(ctx, bind_address, task):
     except BaseException:
         router.close(linger=0)
         raise
-    return router, encrypted
+    return router, keys
 
 
 def _bracketed(host):
