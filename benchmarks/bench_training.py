@@ -11,6 +11,7 @@ are killed by PID once the chief has reported.
 
     python benchmarks/bench_training.py            # both libraries, 3 rounds
     python benchmarks/bench_training.py --no-tf    # nbdist only
+    python benchmarks/bench_training.py --wire     # also nbdist without its in-process master
 """
 
 import argparse
@@ -46,6 +47,8 @@ def run_once(mode, lib, steps, workers=2, timeout_s=300):
     if lib == "tf":
         common.append("--tf")
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    if lib == "nbdist-wire":  # each worker's session reaches its own server over ZeroMQ
+        env["NBDIST_IN_PROCESS"] = "0"
     cmd = [sys.executable, str(SCRIPTS[mode])]
     ps = subprocess.Popen(
         [*cmd, *common, "--job_name=ps", "--task_index=0"], env=env, stderr=subprocess.DEVNULL
@@ -94,8 +97,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-tf", action="store_true", help="skip real TensorFlow")
     parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument(
+        "--wire",
+        action="store_true",
+        help="also nbdist with NBDIST_IN_PROCESS=0 (a worker's session reaches its own master over the wire)",
+    )
     args = parser.parse_args()
-    libs = ["nbdist"] + ([] if args.no_tf else ["tf"])
+    libs = ["nbdist"] + (["nbdist-wire"] if args.wire else []) + ([] if args.no_tf else ["tf"])
     for mode in ("async", "sync"):
         for round_ in range(args.rounds):
             line = [f"{mode:5s} round {round_ + 1}:"]

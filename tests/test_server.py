@@ -70,7 +70,7 @@ def test_a_stopped_server_frees_its_port_at_once():
 
 
 def test_garbage_gets_an_error_reply_and_the_server_keeps_serving(server, raw_dealer):
-    raw_dealer.send_multipart([b"", b"\xc1garbage"])
+    raw_dealer.send_multipart([wire.join_head(b"", b"\xc1garbage")])
     reply = _recv(raw_dealer)
     assert reply["type"] == "Error" and "undecodable" in reply["message"]
     raw_dealer.send_multipart(wire.encode("Ping", 2, {}))
@@ -107,7 +107,8 @@ def test_signed_server_refuses_unsigned_requests():
 
 
 def test_oversized_header_field_types_do_not_crash_the_server(server, raw_dealer):
-    raw_dealer.send_multipart([b"", msgpack.packb({"v": 1, "type": "RunStep", "id": 9, "handle": 3})])
+    head = msgpack.packb({"v": wire.PROTOCOL_VERSION, "type": "RunStep", "id": 9, "handle": 3})
+    raw_dealer.send_multipart([wire.join_head(b"", head)])
     reply = _recv(raw_dealer)
     assert reply["type"] == "Error"
     raw_dealer.send_multipart(wire.encode("Status", 10, {}))

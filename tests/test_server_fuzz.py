@@ -59,12 +59,12 @@ def _valid_messages(rng, key, request_types):
         frames = wire.encode(str(rng.choice(types)), i + 1, body, key, stamp)
         if kind == 4 and rng.random() < 0.5:  # a replay of the message just sent
             yield [bytes(f) if isinstance(f, memoryview) else f for f in frames]
-        if kind == 2:  # flip a byte of the header
-            head = bytearray(frames[1])
+        if kind == 2:  # flip a byte of the signature or header
+            head = bytearray(frames[0])
             head[rng.integers(len(head))] ^= 0xFF
-            frames[1] = bytes(head)
-        elif kind == 3 and len(frames) > 2:  # truncate a tensor frame
-            frames[2] = bytes(frames[2])[:-1]
+            frames[0] = bytes(head)
+        elif kind == 3 and len(frames) > 1:  # truncate a tensor frame
+            frames[1] = bytes(frames[1])[:-1]
         yield [bytes(f) if isinstance(f, memoryview) else f for f in frames]
 
 
@@ -121,8 +121,7 @@ def _rss_bytes(pid):
 
 def _signed_raw(key, head, *tensors):
     """Frames with a valid signature over hand-made header bytes (what no encoder would write)."""
-    frames = [head, *tensors]
-    return [wire._sign(key, frames), *frames]
+    return [wire.join_head(wire._sign(key, [head, *tensors]), head), *tensors]
 
 
 def _bad_requests(key, session, graph_handles):
@@ -176,7 +175,14 @@ def _bad_requests(key, session, graph_handles):
     # Huge declared sizes: a tensor reference to 2**40 floats backed by 4 bytes, a msgpack array
     # header declaring 2**32-1 elements, a string declaring 4 GiB.
     head = msgpack.packb(
-        {"v": 1, "type": "SendTensor", "id": next(ids), "step_id": 1, "key": "k", "tensor": None}
+        {
+            "v": wire.PROTOCOL_VERSION,
+            "type": "SendTensor",
+            "id": next(ids),
+            "step_id": 1,
+            "key": "k",
+            "tensor": None,
+        }
     )
     yield (
         _signed_raw(
@@ -186,11 +192,14 @@ def _bad_requests(key, session, graph_handles):
         ),
         True,
     )
-    yield _signed_raw(key, b"\x83\xa1v\x01\xa4type\xa7RunStep\xa2id\xdd\xff\xff\xff\xff"), True
+    version = bytes((wire.PROTOCOL_VERSION,))
+    yield _signed_raw(key, b"\x83\xa1v" + version + b"\xa4type\xa7RunStep\xa2id\xdd\xff\xff\xff\xff"), True
     yield _signed_raw(key, b"\x81\xa4type\xdb\xff\xff\xff\xff"), True
     for dtype in ("|O", "<U4", "V8", "x"):  # not numeric: never reinterpreted as objects
         ext = msgpack.ExtType(1, msgpack.packb([0, dtype, [1]]))
-        head = msgpack.packb({"v": 1, "type": "SendTensor", "id": next(ids), "tensor": ext})
+        head = msgpack.packb(
+            {"v": wire.PROTOCOL_VERSION, "type": "SendTensor", "id": next(ids), "tensor": ext}
+        )
         yield _signed_raw(key, head, b"\0" * 8), True
 
 

@@ -135,7 +135,7 @@ def test_a_full_pool_sends_in_the_socket(monkeypatch):
     monkeypatch.setattr(shm, "_pool", None)
     value = np.ones((512, 1024), np.float32)
     frames = wire.encode("SendTensor", 1, {"tensor": value}, KEY, local=True)
-    assert frames.segments == () and frames[2].nbytes == value.nbytes
+    assert frames.segments == () and frames[1].nbytes == value.nbytes
     np.testing.assert_array_equal(wire.decode(frames, KEY)["tensor"], value)
 
 
@@ -173,11 +173,11 @@ def test_a_stale_handle_is_refused():
 
 def _tampered(frames):
     """`frames` with the handle's nonce changed and the old signature kept."""
-    head = bytearray(frames[1])
+    head = bytearray(frames[0])  # the signature is kept: the header follows it
     _, nonce = frames.segments[0]
     at = bytes(head).index(nonce.to_bytes(8, "big"))
     head[at + 7] ^= 1
-    return [frames[0], bytes(head), *frames[2:]]
+    return [bytes(head), *frames[1:]]
 
 
 @pytest.mark.slow

@@ -54,13 +54,13 @@ def test_header_carries_type_and_request_id():
 def test_large_tensors_are_not_copied_into_the_header():
     arr = np.ones(1 << 20, np.float32)
     frames = wire.encode("Test", 1, {"t": arr})
-    assert len(frames[1]) < 200 and memoryview(frames[2]).nbytes == arr.nbytes
+    assert len(frames[0]) < 200 and memoryview(frames[1]).nbytes == arr.nbytes
 
 
 def test_small_arrays_travel_inside_the_header_and_arrive_writable():
     small, large = np.arange(256, dtype=np.float32), np.arange(257, dtype=np.float32)  # 1024 / 1028 B
     frames = wire.encode("Test", 1, {"small": small, "large": large}, KEY)
-    assert len(frames) == 3  # signature, header (with `small`), `large`
+    assert len(frames) == 2  # signature and header (with `small`), `large`
     out = wire.decode(frames, KEY)
     np.testing.assert_array_equal(out["small"], small)
     np.testing.assert_array_equal(out["large"], large)
@@ -73,7 +73,7 @@ def test_an_inline_tensor_must_match_its_header():
     inline = msgpack.ExtType(5, msgpack.packb(["<f4", [3], b"\x00" * 8]))
     header = msgpack.packb({"v": wire.PROTOCOL_VERSION, "type": "Test", "id": 1, "t": inline})
     with pytest.raises(wire.WireError, match=r"inline tensor has 8 bytes, its header says <f4\[3\]"):
-        wire.decode([b"", header])
+        wire.decode([wire.join_head(b"", header)])
 
 
 def test_signed_messages_verify_with_the_key():
@@ -89,7 +89,7 @@ def test_unsigned_message_is_refused_when_a_key_is_set():
 
 def test_tampered_tensor_frame_fails_the_signature():
     frames = wire.encode("Test", 1, {"t": np.zeros(512)}, KEY)  # 4 KiB: a frame of its own
-    frames[2] = np.ones(512).tobytes()
+    frames[1] = np.ones(512).tobytes()
     with pytest.raises(wire.WireError, match="bad message signature"):
         wire.decode(frames, KEY)
 
@@ -102,7 +102,7 @@ def test_wrong_key_fails_the_signature():
 def test_other_protocol_versions_are_refused():
     import msgpack
 
-    frames = [b"", msgpack.packb({"v": 99, "type": "Test", "id": 3})]
+    frames = [wire.join_head(b"", msgpack.packb({"v": 99, "type": "Test", "id": 3}))]
     with pytest.raises(wire.WireError, match="protocol version 99 is not supported") as info:
         wire.decode(frames)
     assert info.value.request_id == 3
@@ -110,18 +110,18 @@ def test_other_protocol_versions_are_refused():
 
 def test_garbage_header_is_a_wire_error():
     with pytest.raises(wire.WireError, match="undecodable message header"):
-        wire.decode([b"", b"\xc1\xff\x00garbage"])
+        wire.decode([wire.join_head(b"", b"\xc1\xff\x00garbage")])
 
 
 def test_a_pickle_is_never_unpickled():
-    frames = [b"", pickle.dumps({"type": "Test", "v": 1})]
+    frames = [wire.join_head(b"", pickle.dumps({"type": "Test", "v": 1}))]
     with pytest.raises(wire.WireError):
         wire.decode(frames)
 
 
 def test_tensor_frame_size_must_match_its_header():
     frames = wire.encode("Test", 1, {"t": np.zeros(512)})
-    frames[2] = b"\x00" * 8
+    frames[1] = b"\x00" * 8
     with pytest.raises(wire.WireError, match="has 8 bytes, header says 4096"):
         wire.decode(frames)
 
@@ -133,8 +133,26 @@ def test_unreferenced_frames_are_refused():
 
 
 def test_too_few_frames_are_refused():
-    with pytest.raises(wire.WireError, match="at least 2 frames"):
-        wire.decode([b"only one"])
+    with pytest.raises(wire.WireError, match="at least 1 frame"):
+        wire.decode([])
+
+
+def test_a_first_frame_shorter_than_its_signature_length_is_refused():
+    # A 2-frame message of protocol 1 (an older nbdist): an empty signature frame first.
+    with pytest.raises(wire.WireError, match=r"signature length.*same version on every task"):
+        wire.decode([b"", b"\x83\xa1v\x01"])
+    with pytest.raises(wire.WireError, match="signature length"):
+        wire.decode([bytes((32,)) + b"short"])
+
+
+def test_a_small_message_is_one_frame_and_its_signature_covers_every_byte():
+    frames = wire.encode("RunStep", 1, {"feeds": {"x:0": np.ones(4, np.float32)}}, KEY)
+    assert len(frames) == 1 and frames[0][0] == 32
+    for at in (1, 40, len(frames[0]) - 1):  # in the signature, the header, its last byte
+        tampered = bytearray(frames[0])
+        tampered[at] ^= 1
+        with pytest.raises(wire.WireError, match="bad message signature"):
+            wire.decode([bytes(tampered)], KEY)
 
 
 def test_objects_that_are_not_data_cannot_be_sent():

@@ -1,14 +1,16 @@
 """The wire format: the sole owner of how a message becomes ZeroMQ frames and back.
 
-A message is ``[signature, header, *tensor_frames]``:
+A message is ``[head, *tensor_frames]``, ``head`` = one byte *n*, then the *n*-byte
+signature, then the header - so a message with no large tensor is a single ZeroMQ frame:
 
-- ``header`` is msgpack: ``{"v": PROTOCOL_VERSION, "type": "RunGraph", "id": 17, ...body}``.
+- the header is msgpack: ``{"v": PROTOCOL_VERSION, "type": "RunGraph", "id": 17, ...body}``.
   Every numpy array anywhere in the body is replaced by an ext reference
   ``(index, dtype, shape)`` and travels as its own raw frame, sent zero-copy and
-  received with ``np.frombuffer`` (no copy, no pickle). String tensors (``tf.string``)
-  travel inside the header as lists of bytes.
-- ``signature`` is HMAC-SHA256 over the header and every tensor frame when the cluster
-  has a key (``b""`` otherwise). It is checked *before* anything is decoded.
+  received with ``np.frombuffer`` (no copy, no pickle); arrays up to `INLINE_MAX_BYTES`
+  travel inside the header. String tensors (``tf.string``) travel inside the header as
+  lists of bytes.
+- the signature is HMAC-SHA256 over the header and every tensor frame when the cluster
+  has a key (empty otherwise: *n* = 0). It is checked *before* anything is decoded.
 - ``"s": [epoch, seq, sent_ms]`` in a signed request's header is its *sender stamp*: each
   sending channel (one ZeroMQ socket, so its messages arrive in order) has a random 64-bit
   epoch and counts its messages. A `ReplayGuard` on the receiving side refuses a signed
@@ -38,7 +40,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.runtime import security, shm
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: signature and header in one frame (1: two frames)
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_FRAMES = 65536
 MAX_TENSOR_BYTES = 4 * 2**30
@@ -81,6 +83,8 @@ def new_key():
 def _sign(key, frames):
     if key is None:
         return b""
+    if len(frames) == 1:  # one call into OpenSSL
+        return hmac.digest(key, frames[0], "sha256")
     mac = hmac.new(key, digestmod=hashlib.sha256)
     for f in frames:
         mac.update(f)
@@ -256,18 +260,39 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
     finally:
         _packers.current = outer
     buffers, segments = packer.buffers, packer.segments
-    frames = [head, *[memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]]
-    out = Frames([_sign(key, frames), *frames])
+    tensors = [memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]
+    out = Frames([join_head(_sign(key, [head, *tensors]), head), *tensors])
     if segments:
         out.segments = segments
     return out
+
+
+def join_head(signature, header):
+    """A message's first frame: the signature's length (one byte), the signature, the header."""
+    return bytes((len(signature),)) + signature + header
+
+
+def split_head(frame):
+    """``(signature, header)`` of a message's first frame (bytes-like), as views.
+
+    Raises:
+        WireError: the frame is shorter than the signature length it declares.
+    """
+    view = memoryview(frame)
+    if view.nbytes == 0 or view.nbytes < 1 + view[0]:
+        raise WireError(
+            "a message's first frame must hold a signature length, the signature and a header "
+            "(a peer running another nbdist version? run the same version on every task)"
+        )
+    n = view[0]
+    return view[1 : 1 + n], view[1 + n :]
 
 
 def decode(frames, key=None, guard=None, peer=""):
     """The message of `frames` as a dict (``type``, ``id`` and body), arrays rebuilt in place.
 
     `frames` are bytes or `zmq.Frame`s (received with ``copy=False``: arrays then view
-    the frame's memory, no copy).
+    the frame's memory, no copy): ``[head, *tensor_frames]`` (see the module docstring).
 
     Args:
         frames: the message.
@@ -290,12 +315,13 @@ def decode(frames, key=None, guard=None, peer=""):
 
 
 def _decode(frames, key, guard):
-    if len(frames) < 2:
-        raise WireError(f"a message needs at least 2 frames (signature, header), got {len(frames)}")
-    if len(frames) > MAX_FRAMES + 2:
+    if not frames:
+        raise WireError("a message needs at least 1 frame (signature and header), got 0")
+    if len(frames) > MAX_FRAMES + 1:
         raise WireError(f"too many frames: {len(frames)} > {MAX_FRAMES}")
     buffers = [f.buffer if hasattr(f, "buffer") else memoryview(f) for f in frames]
-    signature, head, tensors = bytes(buffers[0]), buffers[1], buffers[2:]
+    signature, head = split_head(buffers[0])
+    tensors = buffers[1:]
     if key is not None:
         if not signature:
             raise WireError(
@@ -304,7 +330,7 @@ def _decode(frames, key, guard):
                 "UNAUTHENTICATED",
                 _request_id_of(head),
             )
-        if not hmac.compare_digest(signature, _sign(key, buffers[1:])):
+        if not hmac.compare_digest(bytes(signature), _sign(key, [head, *tensors])):
             raise WireError(
                 "bad message signature: the sender does not hold this cluster's key",
                 "UNAUTHENTICATED",
