@@ -530,3 +530,25 @@ def test_a_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed():
             assert sess.run(y, {x: [1.0]}) == 6.0
             with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value for placeholder"):
                 sess.run(y)
+
+
+def test_repeated_fetches_and_feeds_are_resolved_once_and_still_checked():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        total = tf.reduce_sum(x, name="total")
+    with tf.Session(graph=graph) as sess:
+        fetches = {"total": total, "x": "x:0"}
+        for i in range(3):
+            out = sess.run(fetches, {x: np.full((i + 1, 2), 1.0, np.float32)})
+            assert out["total"] == 2.0 * (i + 1) and out["x"].shape == (i + 1, 2)
+        assert len(sess._mappers) == 1  # one structure, mapped once
+        with pytest.raises(ValueError, match=r"Cannot feed value of shape \(3,\)"):
+            sess.run(fetches, {x: np.ones(3, np.float32)})  # a shape never checked before
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            sess.run(fetches, {"x:0": np.ones((2, 3), np.float32)})  # the same tensor, by name
+        with pytest.raises((KeyError, ValueError), match="later"):
+            sess.run("later:0")
+        with graph.as_default():
+            tf.constant(5.0, name="later")
+        assert sess.run("later:0") == 5.0  # a name that failed is resolved again

@@ -81,28 +81,81 @@ def _as_result(value):
     return value
 
 
+_SIMPLE_FETCHES = (Tensor, Operation, str)
+
+
+def fetch_key(fetches):
+    """A hashable key for `fetches` made only of tensors, ops and names (alone, or in one
+    list, tuple or dict), else None: a session maps such fetches once (`FetchMapper` per
+    key), as a training loop runs the same ones at every step."""
+    kind = type(fetches)
+    if kind is list or kind is tuple:
+        if all(isinstance(f, _SIMPLE_FETCHES) for f in fetches):
+            return (kind, tuple(fetches))
+        return None
+    if kind is dict:
+        try:
+            if all(isinstance(f, _SIMPLE_FETCHES) for f in fetches.values()):
+                return (dict, tuple(fetches.items()))
+        except TypeError:  # an unhashable key
+            return None
+        return None
+    return fetches if isinstance(fetches, _SIMPLE_FETCHES) else None
+
+
 class FeedError(errors.InvalidArgumentError, ValueError):
     """A bad feed: InvalidArgumentError (TF's class) that is also a ValueError."""
 
 
-def normalize_feeds(graph, feed_dict):
+class FeedCache:
+    """What a session learns once about its feeds: the tensor each key names, and the array
+    shapes found compatible with each tensor's static shape (a training loop feeds the same
+    placeholders with the same shapes at every step)."""
+
+    MAX_ENTRIES = 4096  # a program feeding ever new shapes starts over past this
+
+    def __init__(self):
+        self.tensors = {}  # feed key (a Tensor or a name) -> Tensor
+        self.shapes = set()  # (Tensor, shape tuple) already checked
+
+    def trim(self):
+        if len(self.tensors) + len(self.shapes) > self.MAX_ENTRIES:
+            self.tensors.clear()
+            self.shapes.clear()
+
+
+def normalize_feeds(graph, feed_dict, cache=None):
     """``{Tensor: np.ndarray}`` checked against each tensor's dtype and static shape.
+
+    Args:
+        cache: the session's `FeedCache` (None: resolve and check everything).
 
     Raises:
         FeedError: naming the tensor and both shapes (or dtypes).
     """
     out = {}
+    cache = FeedCache() if cache is None else cache
+    cache.trim()
     for key, value in (feed_dict or {}).items():
-        key = graph_element(key)
-        try:
-            tensor = graph.as_graph_element(key, allow_operation=False)
-        except (TypeError, KeyError, ValueError) as e:
-            raise TypeError(f"feed_dict key {key!r} is not a tensor of the session's graph: {e}") from None
-        out[tensor] = _check_feed(tensor, value)
+        cacheable = isinstance(key, (Tensor, str))
+        tensor = cache.tensors.get(key) if cacheable else None
+        if tensor is None:
+            tensor = _feed_tensor(graph, key)
+            if cacheable:
+                cache.tensors[key] = tensor
+        out[tensor] = _check_feed(tensor, value, cache.shapes)
     return out
 
 
-def _check_feed(tensor, value):
+def _feed_tensor(graph, key):
+    key = graph_element(key)
+    try:
+        return graph.as_graph_element(key, allow_operation=False)
+    except (TypeError, KeyError, ValueError) as e:
+        raise TypeError(f"feed_dict key {key!r} is not a tensor of the session's graph: {e}") from None
+
+
+def _check_feed(tensor, value, checked_shapes):
     dtype = tensor.dtype
     if isinstance(value, Tensor):
         raise TypeError(
@@ -125,6 +178,8 @@ def _check_feed(tensor, value):
             None,
             f"cannot feed {type(value).__name__} value to tensor {tensor.name!r} of dtype {dtype.name}: {e}",
         ) from None
+    if (tensor, arr.shape) in checked_shapes:
+        return arr
     if not tensor.shape.is_compatible_with(arr.shape):
         raise FeedError(
             tensor.op.name,
@@ -132,4 +187,5 @@ def _check_feed(tensor, value):
             f"Cannot feed value of shape {arr.shape} for tensor {tensor.name!r}, which has "
             f"shape {tensor.shape}",
         )
+    checked_shapes.add((tensor, arr.shape))
     return arr

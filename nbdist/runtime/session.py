@@ -18,9 +18,10 @@ from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
 from nbdist.runtime.executor import ExecutionPlan, StepContext
-from nbdist.runtime.fetches import FetchMapper, normalize_feeds
+from nbdist.runtime.fetches import FeedCache, FetchMapper, fetch_key, normalize_feeds
 
 LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+_MAX_MAPPERS = 256  # fetch structures a session remembers (a program making new ones starts over)
 
 
 class _LocalBackend:
@@ -108,6 +109,8 @@ class BaseSession:
         self._closed = False
         self._backend = self._make_backend(self._target)
         self._default_contexts = []
+        self._mappers = {}  # fetch_key(fetches) -> FetchMapper: a training loop's fetches, mapped once
+        self._feed_cache = FeedCache()
 
     def _make_backend(self, target):
         if not target:
@@ -145,8 +148,8 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"options must be a tf.RunOptions, got {options!r}")
-        mapper = FetchMapper(self._graph, fetches)
-        feeds = {t.name: v for t, v in normalize_feeds(self._graph, feed_dict).items()}
+        mapper = self._mapper(fetches)
+        feeds = {t.name: v for t, v in normalize_feeds(self._graph, feed_dict, self._feed_cache).items()}
         values = self._backend.run_step(
             feeds,
             [t.name for t in mapper.tensors],
@@ -155,6 +158,17 @@ class BaseSession:
             run_metadata,
         )
         return mapper.build(values)
+
+    def _mapper(self, fetches):
+        key = fetch_key(fetches)
+        mapper = self._mappers.get(key) if key is not None else None
+        if mapper is None:
+            mapper = FetchMapper(self._graph, fetches)
+            if key is not None:
+                if len(self._mappers) >= _MAX_MAPPERS:
+                    self._mappers.clear()
+                self._mappers[key] = mapper
+        return mapper
 
     def close(self):
         if not self._closed:
