@@ -316,10 +316,7 @@ class ExecutionPlan:
         )
 
     def _args(self, step, ctx, vals):
-        return [
-            vals[i] if i >= 0 else ctx.resources.resource(*self._refs[-i - 1], session=ctx.session)
-            for i in step.inputs
-        ]
+        return [vals[i] if i >= 0 else self._resource(ctx, i) for i in step.inputs]
 
     def _waits_for(self, step, ctx, vals):
         """None when `step` can run now, else a description of what it waits for."""
@@ -388,25 +385,51 @@ class ExecutionPlan:
             start = time.perf_counter()
         try:
             out = step.kernel(ctx, node, *args)
-        except errors.OpError as e:
-            raise _with_node(e, node, ctx) from None
-        except Exception as e:  # a numpy error in a kernel: report it against the node
-            raise errors.InvalidArgumentError(
-                node.name,
-                None,
-                f"{type(e).__name__} in {node.op} op {node.name!r}: {e}{_where(node, ctx)}",
-            ) from e
+        except Exception as e:  # noqa: BLE001 - re-raised against the node
+            _raise_from_kernel(e, node, ctx)
         end = time.perf_counter() if trace is not None or step.watch else 0.0
         if trace is not None:
             trace.append((node.name, node.op, start, end))
         for pos, kind in step.watch:
             ctx.resources.record(kind, args[pos], node, start, end, ctx.step_id, _said(out, step.n_out))
-        n = step.n_out
-        if n == 1:
-            vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) else np.asarray(out)
-        elif n > 1:
-            for i in range(n):
-                vals[step.out + i] = out[i]
+        _store(step, vals, out)
+
+    def _execute_plain(self, step, ctx, vals):
+        """`_execute` for an op that is neither traced, watched nor waited for (the common
+        case, so it is the short path)."""
+        try:
+            out = step.kernel(
+                ctx,
+                step.node,
+                *[vals[i] if i >= 0 else self._resource(ctx, i) for i in step.inputs],
+            )
+        except Exception as e:  # noqa: BLE001 - re-raised against the node
+            _raise_from_kernel(e, step.node, ctx)
+        _store(step, vals, out)
+
+    def _resource(self, ctx, i):
+        return ctx.resources.resource(*self._refs[-i - 1], session=ctx.session)
+
+
+def _raise_from_kernel(e, node, ctx):
+    """Raises the error of `node`'s kernel, naming the node and its device."""
+    if isinstance(e, errors.OpError):
+        raise _with_node(e, node, ctx) from None
+    # a numpy error in a kernel: report it against the node
+    raise errors.InvalidArgumentError(
+        node.name,
+        None,
+        f"{type(e).__name__} in {node.op} op {node.name!r}: {e}{_where(node, ctx)}",
+    ) from e
+
+
+def _store(step, vals, out):
+    n = step.n_out
+    if n == 1:
+        vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) else np.asarray(out)
+    elif n > 1:
+        for i in range(n):
+            vals[step.out + i] = out[i]
 
 
 def _note_last_uses(steps, kept):
@@ -500,7 +523,7 @@ class PlanRun:
 
     def _first_pass(self):
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
-        deferred = []
+        execute_plain, done, deferred = plan._execute_plain, self.done, []
         for step in plan._steps:
             if deferred and self.blocked(step):
                 deferred.append(step)
@@ -509,8 +532,11 @@ class PlanRun:
                 deferred.append(step)
                 plan._note_wait(step, waits)
                 continue
-            plan._execute(step, ctx, vals, trace, waits)
-            self.done[step.index] = True
+            if trace is None and not step.watch:
+                execute_plain(step, ctx, vals)
+            else:
+                plan._execute(step, ctx, vals, trace, waits)
+            done[step.index] = True
             if not deferred:
                 # Drop intermediates after their last consumer, so a step's memory is its live
                 # set. Only before any deferral: then every consumer has run in static order.

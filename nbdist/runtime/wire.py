@@ -492,8 +492,9 @@ def send_frames(socket, frames, prefix=(), flags=0):
 
     `flags` are added to every part (e.g. ``zmq.DONTWAIT``)."""
     parts = [*prefix, *frames]
+    flags = int(flags)  # plain ints: or-ing pyzmq's Flag enums costs microseconds a part
+    more = flags | 2  # zmq.SNDMORE
     last = len(parts) - 1
     for i, part in enumerate(parts):
-        part_flags = flags if i == last else flags | 2  # zmq.SNDMORE
         nbytes = part.nbytes if isinstance(part, memoryview) else len(part)
-        socket.send(part, part_flags, copy=nbytes < _COPY_THRESHOLD)
+        socket.send(part, flags if i == last else more, copy=nbytes < _COPY_THRESHOLD)
