@@ -1,6 +1,6 @@
 """Distributed runtime benchmarks, each against a floor measured in the same run.
 
-    python benchmarks/bench_runtime.py [--quick] [--no-tf] [--json PATH]
+    python benchmarks/bench_runtime.py [--quick] [--no-tf] [--json PATH] [--pin C,T0,T1]
 
 1. step latency of a trivial op on the master's task (1 hop) and on another task (2 hops), vs
    one and two raw pyzmq REQ/REP round trips between two processes;
@@ -197,15 +197,14 @@ class EchoFloor:
         np.frombuffer(frame.buffer, np.float32)
 
 
-def pinned_floors(stack, n):
-    """One round trip with both ends on one CPU and with the ends on two CPUs: ``{"same_cpu_s",
-    "two_cpus_s"}``, or None on a one-CPU machine (or without `taskset`).
+def pinned_floors(stack, n, cpus):
+    """One round trip with both ends on one CPU and with the ends on two CPUs (of `cpus`):
+    ``{"same_cpu_s", "two_cpus_s"}``, or None on a one-CPU machine (or without `taskset`).
 
     On this project's 2-vCPU VM the two differ about 4x (23 vs 107 us): a message that wakes
     a thread on another, idle vCPU waits for that vCPU to come out of halt. Where the
     scheduler puts a benchmark's processes decides which one the unpinned floor measures.
     """
-    cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2 or shutil.which("taskset") is None:
         return None
     same, other = EchoFloor(stack, [cpus[0]]), EchoFloor(stack, [cpus[1]])
@@ -261,7 +260,12 @@ class Contender:
         return out
 
 
-def start_nbdist(stack, key_hex):
+def _on_cpu(cmd, cpus, i):
+    """`cmd` run on CPU ``cpus[i]`` (`--pin`), or as it is."""
+    return cmd if cpus is None else ["taskset", "-c", str(cpus[i]), *cmd]
+
+
+def start_nbdist(stack, key_hex, task_cpus=None):
     """A signed 2-task nbdist cluster: its servers and this process share the cluster key `key_hex`."""
     import nbdist as tf
 
@@ -269,8 +273,12 @@ def start_nbdist(stack, key_hex):
     spec = json.dumps(cluster)
     procs, t0 = spawn(
         (
-            [sys.executable, "-m", "nbdist.server", "--cluster", spec, "--job", "local", "--task", str(i)]
-            for i in range(2)
+            _on_cpu(
+                [sys.executable, "-m", "nbdist.server", "--cluster", spec, "--job", "local", "--task", t],
+                task_cpus,
+                i,
+            )
+            for i, t in enumerate("01")
         ),
         env=dict(ENV, NBDIST_CLUSTER_KEY=key_hex),
     )
@@ -291,14 +299,17 @@ s.join()
 """
 
 
-def start_tf(stack):
+def start_tf(stack, task_cpus=None):
     """A 2-task cluster of real TensorFlow servers, or None when TensorFlow is not installed."""
     try:
         import tensorflow as real_tf
     except ImportError:
         return None
     cluster = {"local": [f"localhost:{port}" for port in free_ports(2)]}
-    procs, t0 = spawn([sys.executable, "-c", _TF_SERVER, json.dumps(cluster), str(i)] for i in range(2))
+    spec = json.dumps(cluster)
+    procs, t0 = spawn(
+        _on_cpu([sys.executable, "-c", _TF_SERVER, spec, str(i)], task_cpus, i) for i in range(2)
+    )
     stack.callback(stop, procs)
     for p in procs:
         wait_line(p, "ready", 120)
@@ -307,16 +318,22 @@ def start_tf(stack):
     return contender
 
 
-def run(n, with_tf):
-    """All the figures: {"floor": ..., "nbdist": ..., "tf": ... or None} (seconds, MiB)."""
+def run(n, with_tf, pin=None):
+    """All the figures: {"floor": ..., "nbdist": ..., "tf": ... or None} (seconds, MiB).
+
+    `pin`: ``[client CPU, task 0 CPU, task 1 CPU]`` for both clusters (None: unpinned)."""
+    task_cpus = None if pin is None else pin[1:]
+    cpus = sorted(os.sched_getaffinity(0))
+    if pin is not None:
+        os.sched_setaffinity(0, {pin[0]})  # this process: the client of both clusters
     # Signed as LocalCluster runs: a fresh key for the servers and for this process's Sessions.
     key_hex = secrets.token_hex(32)
     os.environ["NBDIST_CLUSTER_KEY"] = key_hex
     with contextlib.ExitStack() as stack:
         # TF starts first, so its ready time is measured with nothing else running, and
         # nbdist's with TF's idle servers up: any difference is at nbdist's expense.
-        real = start_tf(stack) if with_tf else None
-        nb = start_nbdist(stack, key_hex)
+        real = start_tf(stack, task_cpus) if with_tf else None
+        nb = start_nbdist(stack, key_hex, task_cpus)
         echo = EchoFloor(stack)
         steps = {
             "floor_rtt_s": echo.round_trip,
@@ -330,7 +347,7 @@ def run(n, with_tf):
         floor = {
             "rtt_s": latency["floor_rtt_s"],
             "fetch64_s": timed(echo.fetch64, heavy_n),
-            "pinned": pinned_floors(stack, n),
+            "pinned": pinned_floors(stack, n, cpus),
         }
         figures = {"floor": floor}
         for name, contender in (("nbdist", nb), ("tf", real)):
@@ -448,15 +465,24 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--no-tf", action="store_true", help="skip real TensorFlow")
     parser.add_argument("--json", metavar="PATH", help="also write the raw figures (seconds, MiB) to PATH")
+    parser.add_argument(
+        "--pin",
+        metavar="C,T0,T1",
+        type=lambda text: [int(c) for c in text.split(",")],
+        help="run the client on CPU C and task i of both clusters on CPU Ti (e.g. 0,0,1)",
+    )
     args = parser.parse_args()
+    if args.pin is not None and len(args.pin) != 3:
+        parser.error("--pin takes three CPU numbers: client, task 0, task 1")
     n = 200 if args.quick else 1000
-    figures = run(n, with_tf=not args.no_tf)
+    figures = run(n, with_tf=not args.no_tf, pin=args.pin)
     report(figures)
     if args.json:
         figures["run"] = {
             "steps_per_latency": n,
             "rounds": ROUNDS,
             "signed": True,
+            "pin": args.pin,
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "machine": platform.machine(),
