@@ -1,9 +1,10 @@
-"""Partitions that wait only for tensors run on the server's I/O thread, parked while they wait.
+"""Partitions that wait only for what notifies them run on the server's I/O thread, parked while they wait.
 
-A `_Recv` declares that it `parks`: a quick partition whose only waits are `_Recv`s is run
-by `WorkerService.start_graph` on the I/O thread and, while a tensor it needs is still on
-its way, parked on the rendezvous instead of blocking a thread. Arrivals, aborts and the
-step's deadline advance it again. In-process servers on 127.0.0.1.
+A `_Recv` (woken by the rendezvous) and queue and accumulator ops (woken by their resource
+manager) declare that they `park`: a quick partition whose waits all park is run by
+`WorkerService.start_graph` on the I/O thread and, while it waits, parked instead of
+blocking a thread. Arrivals, queue changes, aborts, the step's deadline and a periodic
+re-check advance it again. In-process servers on 127.0.0.1.
 """
 
 import re
@@ -113,3 +114,58 @@ def test_a_tensor_arriving_for_a_step_that_ended_here_is_dropped(servers):
     ps.rendezvous.put_all(12345, [["late;key", np.ones(1000, np.float32)]])  # a late push for it
     ps.rendezvous.put_all(12346, [["early;key", np.ones(10, np.float32)]])  # a step not run here yet
     assert ps.status()["tensors_held"] == 1  # only the early one is kept, for its _Recv
+
+
+def _queue_graph():
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(100, tf.float32, shapes=[[]], shared_name="parked_q", name="q")
+        x = tf.placeholder(tf.float32, [], name="x")
+        return graph, q.enqueue([x], name="put"), q.dequeue(name="take"), q.size(name="size")
+
+
+def test_a_dequeue_waiting_on_an_empty_queue_is_parked_and_woken_by_the_enqueue(servers):
+    """Queues notify their resource manager: a partition waiting on one is parked on the I/O
+    thread (no pool thread held), so many waiting steps cost no threads, and an enqueue from
+    another session wakes them."""
+    graph, put, take, _ = _queue_graph()
+    ps = servers["ps"]
+    taker = tf.Session(ps.target, graph=graph)
+    putter = tf.Session(servers["worker"].target, graph=graph)
+    putter.run(put, {"x:0": 1.0})
+    assert taker.run(take) == 1.0  # the first run of a signature goes to the pool; now it is quick
+    parked = ps.worker.steps_parked
+    threads_before = threading.active_count()
+    results, waiters = [], []
+    for _ in range(6):
+        t = threading.Thread(target=lambda: results.append(taker.run(take)))
+        t.start()
+        waiters.append(t)
+    deadline = time.monotonic() + 10
+    while ps.worker.steps_parked < parked + 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ps.worker.steps_parked == parked + 6  # every waiting dequeue is parked...
+    assert threading.active_count() == threads_before + 6  # ...holding no server thread
+    for i in range(6):
+        putter.run(put, {"x:0": float(i)})
+    for t in waiters:
+        t.join(10)
+    assert sorted(results) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    taker.close()
+    putter.close()
+
+
+def test_a_long_parked_wait_says_what_it_waits_for(servers, monkeypatch, caplog):
+    monkeypatch.setattr(worker, "HANG_REPORT_S", 0.3)
+    graph, put, take, _ = _queue_graph()
+    with tf.Session(servers["ps"].target, graph=graph) as sess:
+        sess.run(put, {"x:0": 1.0})
+        sess.run(take)
+        with (
+            caplog.at_level("WARNING"),
+            pytest.raises(tf.errors.DeadlineExceededError, match="FIFOQueue 'parked_q'"),
+        ):
+            sess.run(take, options=tf.RunOptions(timeout_in_ms=1000))
+    assert any(
+        "has waited" in r.getMessage() and "FIFOQueue 'parked_q'" in r.getMessage() for r in caplog.records
+    )

@@ -93,7 +93,8 @@ def _creator_kernel(ctx, node):
 
 
 def _declare(op_type, shape_fn, blocking=False):
-    registry.declare(op_type, ref_inputs={0: "accumulator"}, stateful=True, blocking=blocking)
+    # An accumulator notifies its resource manager on every change: a step waiting on it parks.
+    registry.declare(op_type, ref_inputs={0: "accumulator"}, stateful=True, blocking=blocking, parks=blocking)
     registry.shape(op_type)(shape_fn)
     registry.no_gradient(op_type)
 

@@ -192,7 +192,8 @@ for _creator in ("FIFOQueueV2", "RandomShuffleQueueV2"):
 
 
 def _declare(op_type, shape_fn, *, blocking=False):
-    registry.declare(op_type, ref_inputs={0: "queue"}, stateful=True, blocking=blocking)
+    # A queue notifies its resource manager on every change: a step waiting on it parks.
+    registry.declare(op_type, ref_inputs={0: "queue"}, stateful=True, blocking=blocking, parks=blocking)
     registry.shape(op_type)(shape_fn)
     registry.no_gradient(op_type)
 

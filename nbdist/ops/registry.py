@@ -99,9 +99,10 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
         blocking: the kernel may wait for something outside the step (a queue, an
             accumulator, a tensor from another task); a server never runs such a
             partition on its I/O thread, unless every such op of it `parks`.
-        parks: (blocking ops) the op only waits for a tensor pushed from another task, whose
-            arrival (or the step's abort) wakes the step: a step held up by it can be parked
-            and resumed on arrival, on the server's I/O thread, instead of blocking a thread.
+        parks: (blocking ops) whatever the op waits for says when it changes - a tensor
+            pushed from another task (the rendezvous), a queue or an accumulator
+            (`ResourceManager.notify`) - so a step held up by it can be parked and resumed
+            then, on the server's I/O thread, instead of blocking a thread.
         creates: the kind name of the resource this op creates (``"variable"`` for
             ``VariableV2``); its kernel gets it with ``ctx.resources.resource(...)``.
 

@@ -156,6 +156,7 @@ class ResourceManager:
         # Notified whenever something a waiting step may wait for changed: a tensor arrived
         # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
         self.changed = threading.Condition()
+        self._parked = set()  # wake() of each run parked on a server's I/O thread (`park`)
         # What happened to watched resources (queues, accumulators), newest last, from every
         # step that ran here: a traced step's timeline shows who else touched them meanwhile.
         self.activity = collections.deque(maxlen=ACTIVITY_KEPT)
@@ -168,6 +169,20 @@ class ResourceManager:
         with self.changed:
             self.lost_tasks[task] = why
             self.changed.notify_all()
+            parked = list(self._parked)
+        for wake in parked:
+            wake()
+
+    def park(self, wake):
+        """Calls ``wake()`` (from any thread, never inside this manager's lock) whenever
+        `notify` or `task_lost` is, until `unpark`: a run parked on a server's I/O thread
+        while it waits for a queue or an accumulator, instead of blocking a thread."""
+        with self.changed:
+            self._parked.add(wake)
+
+    def unpark(self, wake):
+        with self.changed:
+            self._parked.discard(wake)
 
     def task_back(self, task):
         with self.changed:
@@ -220,9 +235,13 @@ class ResourceManager:
         return out
 
     def notify(self):
-        """Wakes every step waiting on a resource of this manager (see the executor's wait)."""
+        """Wakes every step waiting on a resource of this manager (see the executor's wait),
+        and every parked run (`park`)."""
         with self.changed:
             self.changed.notify_all()
+            parked = list(self._parked) if self._parked else ()
+        for wake in parked:
+            wake()
 
     def resource(self, kind, node, container="", session=""):
         """The resource of `kind` that creator node `node` names, made on first use.

@@ -25,7 +25,8 @@ from nbdist.ops import registry
 
 _MISSING = object()
 _log = logging.getLogger(__name__)
-HANG_REPORT_S = 10.0  # an unbounded wait logs what it waits for after this long (then every 30 s)
+HANG_REPORT_S = 10.0  # an unbounded wait logs what it waits for after this long...
+HANG_REPORT_EVERY_S = 30.0  # ...then this often
 
 
 class StepContext:
@@ -304,7 +305,7 @@ class ExecutionPlan:
 
     def deadline_error(self, ctx, still, vals, waited_s):
         """`DeadlineExceededError` naming every wait of the steps `still` to run."""
-        reasons = [r for r in (self._waits_for(s, ctx, vals) for s in still if s.ready is not None) if r]
+        reasons = self.waits_of(ctx, still, vals)
         return errors.DeadlineExceededError(
             still[0].node.name if still else None,
             None,
@@ -322,7 +323,7 @@ class ExecutionPlan:
         """None when `step` can run now, else a description of what it waits for."""
         return step.ready(ctx, step.node, *self._args(step, ctx, vals))
 
-    def _starved(self, ctx, waiting, vals):
+    def starved_error(self, ctx, waiting, vals):
         """The error of a waiting op whose resource nobody can feed any more (its feeders' tasks
         are lost: the resource's ``starved(ctx, node)``), or None."""
         if not ctx.resources.lost_tasks:
@@ -359,7 +360,7 @@ class ExecutionPlan:
                 reasons = [self._waits_for(s, ctx, vals) for s in waiting]
                 if any(r is None for r in reasons):
                     return
-                starved = self._starved(ctx, waiting, vals)
+                starved = self.starved_error(ctx, waiting, vals)
                 if starved is not None:
                     raise starved
                 now = time.monotonic()
@@ -367,15 +368,26 @@ class ExecutionPlan:
                 if remaining is not None and remaining <= 0:
                     raise self.deadline_error(ctx, waiting, vals, now - started)
                 if now >= next_report:  # a long wait says what it waits for, bounded or not
-                    _log.warning(
-                        "step %s on %s has waited %.0f s for: %s",
-                        ctx.step_id,
-                        ctx.device or "the local device",
-                        now - started,
-                        "; ".join(reasons),
-                    )
-                    next_report = now + 30.0
+                    self.report_long_wait(ctx, reasons, now - started)
+                    next_report = now + HANG_REPORT_EVERY_S
                 cond.wait(0.1 if remaining is None else min(0.1, remaining))
+
+    def waits_of(self, ctx, still, vals):
+        """What each of the steps `still` to run waits for (a tensor and its sender, a queue
+        and its size, ...), for a log line or an error."""
+        return [r for r in (self._waits_for(s, ctx, vals) for s in still if s.ready is not None) if r]
+
+    @staticmethod
+    def report_long_wait(ctx, reasons, waited_s):
+        """Logs that a step has waited `waited_s` for `reasons` (after `HANG_REPORT_S`, then
+        every `HANG_REPORT_EVERY_S`: nothing waits silently, bounded or not)."""
+        _log.warning(
+            "step %s on %s has waited %.0f s for: %s",
+            ctx.step_id,
+            ctx.device or "the local device",
+            waited_s,
+            "; ".join(reasons),
+        )
 
     def _execute(self, step, ctx, vals, trace, waits=None):
         node = step.node
@@ -520,6 +532,11 @@ class PlanRun:
 
     def fetched(self):
         return [self.vals[s] for s in self.plan._fetch_slots]
+
+    def waiting_steps(self):
+        """The deferred steps whose inputs are all there and that wait on their ready()."""
+        steps = self.plan._steps
+        return [steps[i] for i in self.waiting]
 
     def _first_pass(self):
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits

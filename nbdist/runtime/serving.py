@@ -174,6 +174,8 @@ class ServingLoop:
         samehost.unlink_ipc(self._ipc)
 
     def _poll_timeout_ms(self):
+        if self._posted:  # posted from this thread (no wake-up was sent): run them at once
+            return 0
         if not self._timers:
             return 100
         return max(0, min(100, int((self._timers[0][0] - time.monotonic()) * 1000) + 1))

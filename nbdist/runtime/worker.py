@@ -33,13 +33,16 @@ from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime import transport
-from nbdist.runtime.executor import ExecutionPlan, StepContext
+from nbdist.runtime.executor import HANG_REPORT_EVERY_S, HANG_REPORT_S, ExecutionPlan, StepContext
 from nbdist.runtime.rendezvous import Rendezvous
 from nbdist.runtime.serving import DEFERRED, Rpc
 
 # A partition that computed for less than this last time runs on the I/O thread (`runs_quickly`):
 # with the GIL a pool thread frees the loop only between switch intervals (5 ms) anyway.
 INLINE_RUN_S = 0.005
+# A parked run looks again this often even without a wake-up, as a blocking wait re-checks
+# its condition: a ready function whose resource changed without notifying still runs.
+PARKED_RECHECK_S = 0.1
 # Fetched tensors at least this large go straight to the client; smaller ones ride on the
 # RunGraph reply through the master (one message less per step).
 DIRECT_FETCH_MIN_BYTES = 64 * 1024
@@ -101,10 +104,9 @@ class WorkerService:
         `INLINE_RUN_S`.
 
         The server runs such a `RunGraph` on its I/O thread (`start_graph`), saving two thread
-        hand-offs per step: a partition whose only waits are for tensors from other tasks
-        (`_Recv`) is parked while it waits, never blocking. One that may wait on anything else
-        (a queue, an accumulator) or computes for long goes to the pool, so it never stalls
-        the server.
+        hand-offs per step: a partition whose waits all `park` (tensors from other tasks,
+        queues, accumulators) is parked while it waits, never blocking. One that may wait on
+        anything else, or computes for long, goes to the pool, so it never stalls the server.
         """
         plan = self._plans.get(handle)
         return (
@@ -148,10 +150,9 @@ class WorkerService:
     def start_graph(self, handle, step_id, feed_values, timeout_s, trace, session, master, on_done, on_error):
         """`run_graph` on the I/O thread, which it never blocks (only for `runs_quickly` plans).
 
-        The partition runs as far as it can; if it then waits for tensors from other tasks
-        it is *parked*: the rendezvous wakes it when one of its step's tensors arrives (or the
-        step is aborted or cancelled), a timer at its deadline. Calls ``on_done(values,
-        stats)`` or ``on_error(exc)`` on the I/O thread when it is over.
+        The partition runs as far as it can; if it then waits it is *parked* (`_ParkedRun`)
+        until what it waits for changes. Calls ``on_done(values, stats)`` or
+        ``on_error(exc)`` on the I/O thread when it is over.
         """
         try:
             plan, ctx, began = self._begin(handle, step_id, feed_values, timeout_s, trace, session, master)
@@ -159,53 +160,7 @@ class WorkerService:
         except Exception as e:  # noqa: BLE001 - the step's error, answered like any other
             on_error(e)
             return
-        loop, parked, over = self.loop, [], []
-
-        def advance(at_deadline=False):  # I/O thread
-            if over:  # a late wake-up
-                return
-            try:
-                still = run.advance()
-                if still and (at_deadline or (ctx.deadline is not None and time.monotonic() >= ctx.deadline)):
-                    raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - began_s)
-            except Exception as e:  # noqa: BLE001 - ends the step with its error
-                finish(e)
-                return
-            if not still:
-                finish(None)
-
-        def finish(error):
-            over.append(True)
-            self.rendezvous.unpark(step_id)
-            ctx.wake = None
-            for timer in parked:
-                loop.cancel(timer)
-            plan.end(run)
-            transfers = self._end(ctx)
-            if error is not None:
-                on_error(error)
-                return
-            self.steps_run += 1
-            on_done(run.fetched(), self._stats(ctx, began, transfers))
-
-        def wake():  # any thread
-            if loop.on_io_thread:
-                loop.guard(advance)
-            else:
-                loop.post(advance)
-
-        began_s = time.monotonic()
-        advance()
-        if over:
-            return
-        self.rendezvous.park(step_id, wake)
-        self.steps_parked += 1
-        ctx.wake = wake
-        if ctx.deadline is not None:
-            deadline_s = max(0.0, ctx.deadline - time.monotonic())
-            parked.append(loop.call_later(deadline_s, lambda: advance(at_deadline=True)))
-        if ctx.abort_error() is not None:  # cancelled before it was parked
-            advance()
+        _ParkedRun(self, plan, run, began, on_done, on_error).start()
 
     def _begin(self, handle, step_id, feed_values, timeout_s, trace, session, master):
         plan = self._plans.get(handle)
@@ -505,3 +460,92 @@ class RemoteWorker:
         channel = transport.channel_to(self.address, self.task, self._key)
         body = {"containers": list(containers or []), "session": session}
         channel.call("CleanupAll", body, timeout_s=timeout_s)
+
+
+class _ParkedRun:
+    """A partition's run driven by the I/O thread, parked whenever it waits.
+
+    The rendezvous wakes it when one of its step's tensors arrives (or the step is aborted
+    or cancelled); the task's resource manager when a queue or an accumulator changes, or a
+    task is lost (a wait may now be starved); a timer at its deadline; and a re-check every
+    `PARKED_RECHECK_S`, as a blocking wait re-checks its condition, which also reports a
+    long wait (`HANG_REPORT_S`, then every `HANG_REPORT_EVERY_S`).
+    """
+
+    def __init__(self, service, plan, run, began, on_done, on_error):
+        self.service, self.plan, self.run, self.ctx = service, plan, run, run.ctx
+        self.loop = service.loop
+        self.began, self.on_done, self.on_error = began, on_done, on_error
+        self.began_s = time.monotonic()
+        self.report_at_s = HANG_REPORT_S
+        self.timers = []
+        self.over = False
+
+    def start(self):
+        service, ctx, loop = self.service, self.ctx, self.loop
+        # Before the first pass: a queue that another thread changes meanwhile wakes it later.
+        service.resources.park(self.wake_later)
+        self.advance()
+        if self.over:
+            return
+        service.rendezvous.park(ctx.step_id, self.wake)  # (tensors arrive on this thread: none came since)
+        service.steps_parked += 1
+        ctx.wake = self.wake
+        self.timers.append(loop.call_later(PARKED_RECHECK_S, self.recheck))
+        if ctx.deadline is not None:
+            deadline_s = max(0.0, ctx.deadline - time.monotonic())
+            self.timers.append(loop.call_later(deadline_s, lambda: self.advance(at_deadline=True)))
+        if ctx.abort_error() is not None:  # cancelled before it was parked
+            self.advance()
+
+    def advance(self, at_deadline=False):  # I/O thread
+        if self.over:  # a late wake-up
+            return
+        plan, run, ctx = self.plan, self.run, self.ctx
+        try:
+            still = run.advance()
+            if still:
+                if at_deadline or (ctx.deadline is not None and time.monotonic() >= ctx.deadline):
+                    raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - self.began_s)
+                starved = plan.starved_error(ctx, still, run.vals)
+                if starved is not None:
+                    raise starved
+        except Exception as e:  # noqa: BLE001 - ends the step with its error
+            self.finish(e)
+            return
+        if not still:
+            self.finish(None)
+
+    def finish(self, error):
+        service, ctx = self.service, self.ctx
+        self.over = True
+        service.rendezvous.unpark(ctx.step_id)
+        service.resources.unpark(self.wake_later)
+        ctx.wake = None
+        for timer in self.timers:
+            self.loop.cancel(timer)
+        self.plan.end(self.run)
+        transfers = service._end(ctx)
+        if error is not None:
+            self.on_error(error)
+            return
+        service.steps_run += 1
+        self.on_done(self.run.fetched(), service._stats(ctx, self.began, transfers))
+
+    def wake(self):  # any thread: a tensor of this step arrived, or the step was aborted
+        if self.loop.on_io_thread:
+            self.loop.guard(self.advance)
+        else:
+            self.loop.post(self.advance)
+
+    def wake_later(self):  # any thread, maybe inside a kernel holding a queue's lock: never nested
+        self.loop.post(self.advance)
+
+    def recheck(self):  # I/O thread, every PARKED_RECHECK_S while parked
+        self.timers[0] = self.loop.call_later(PARKED_RECHECK_S, self.recheck)
+        self.advance()
+        waited_s = time.monotonic() - self.began_s
+        if not self.over and waited_s >= self.report_at_s:
+            plan, run = self.plan, self.run
+            plan.report_long_wait(self.ctx, plan.waits_of(self.ctx, run.waiting_steps(), run.vals), waited_s)
+            self.report_at_s = waited_s + HANG_REPORT_EVERY_S
