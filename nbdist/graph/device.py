@@ -171,6 +171,7 @@ def task_of(device):
 
 
 @functools.lru_cache(maxsize=4096)  # on the rendezvous' path: parse each device string once
+@functools.lru_cache(maxsize=4096)  # asked for every tensor a step sends to another task
 def task_prefix(device):
     """``/job:J/replica:R/task:T`` of a full device: the task it names (a partition key)."""
     spec = DeviceSpec.from_string(device)

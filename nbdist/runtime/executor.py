@@ -568,6 +568,7 @@ class PlanRun:
         """Runs the waiting ops that became ready, and everything they unblock, in plan order."""
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
         steps, consumers, pending, done = plan._steps, plan._consumers, self.pending, self.done
+        execute_plain = plan._execute_plain
         work, still = list(self.waiting), []
         heapq.heapify(work)
         while work:
@@ -577,7 +578,10 @@ class PlanRun:
                 still.append(index)
                 plan._note_wait(step, waits)
                 continue
-            plan._execute(step, ctx, vals, trace, waits)
+            if trace is None and not step.watch:  # (a wait's start only times a traced op)
+                execute_plain(step, ctx, vals)
+            else:
+                plan._execute(step, ctx, vals, trace, waits)
             done[index] = True
             self.left -= 1
             for c in consumers[index]:

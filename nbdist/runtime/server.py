@@ -178,6 +178,7 @@ class Server:
             server_or_cluster_def, job_name, task_index, protocol
         )
         self._cluster = cluster
+        self._addresses = {}  # task device -> its address in the cluster (`_address_of`)
         self._job_name = job_name
         self._task_index = task_index
         self._protocol = protocol
@@ -197,7 +198,10 @@ class Server:
             self.start()
 
     def _address_of(self, task_device):
-        return self._cluster.task_address(*Task.parse(task_device))
+        address = self._addresses.get(task_device)
+        if address is None:  # (parsed once: every tensor sent to another task asks)
+            address = self._addresses[task_device] = self._cluster.task_address(*Task.parse(task_device))
+        return address
 
     @staticmethod
     def create_local_server(config=None, start=True):
