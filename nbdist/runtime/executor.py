@@ -500,9 +500,10 @@ class PlanRun:
         """Waiting for a data input, or a control input (a `_Recv` of a control edge from
         another task, or anything deferred behind one), that has not run yet."""
         vals, done = self.vals, self.done
-        return any(i >= 0 and vals[i] is _MISSING for i in step.inputs) or any(
-            not done[c] for c in step.controls
-        )
+        for i in step.inputs:  # (loops, not any(): asked for every op behind a deferred one)
+            if i >= 0 and vals[i] is _MISSING:
+                return True
+        return bool(step.controls) and not all(done[c] for c in step.controls)
 
     def advance(self):
         """Runs every op that can run now; returns the ops it waits on (empty: finished): each
