@@ -5,6 +5,12 @@ producer's task and ``_Recv -> dst`` on the consumer's task, joined by a rendezv
 key ``"<send device>;<recv device>;<tensor name>"``. A control edge across tasks sends
 an empty tensor after the source op has run. One `_Send` serves every consumer of a
 tensor on the same task.
+
+A `NoOp` that only relays control edges between ops of another task is bypassed first
+(`bypass_relays`): its consumers wait for its control inputs directly. An optimizer's
+``update`` group lands on the worker (the device setter puts every op but the variables
+there) while the ops it orders - the ps's updates, then the global step's increment - are
+all on the ps: kept, it cost every training step a round trip ps -> worker -> ps.
 """
 
 import hashlib
@@ -56,6 +62,7 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
         feeds, fetches: tensor names; targets: node names.
     """
     parts = {}
+    nodes = bypass_relays(nodes, placement, {*targets, *(f.rpartition(":")[0] for f in fetches)})
 
     def part_of(device):
         key = task_prefix(device)
@@ -106,6 +113,59 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
     for part in parts.values():
         part.targets.extend(n.name for n in part.nodes if n.op == "_Send")
     return parts
+
+
+def bypass_relays(nodes, placement, kept):
+    """`nodes` without the `NoOp`s that only relay control edges across tasks.
+
+    A NoOp (not in `kept`: fetched or a target) with control inputs only, some of whose
+    edges cross tasks, is bypassed when that makes no more control edges cross tasks and
+    no more edges in all (``inputs x
+    consumers <= inputs + consumers``, as TF's dependency optimizer): each consumer then
+    waits for the NoOp's control inputs itself (a chain of relays goes whole, one link at
+    a time). Consumers are copied, never changed.
+    """
+    consumers = {}
+    for node in nodes:
+        for inp in node.input:
+            if inp.startswith("^"):
+                consumers.setdefault(inp[1:], []).append(node)
+    relayed = {}  # bypassed NoOp -> the control inputs its consumers wait for instead
+    for node in nodes:  # topological: a NoOp's inputs are settled before it
+        if node.op != "NoOp" or node.name in kept or node.data_inputs:
+            continue
+        outs = consumers.get(node.name, [])
+        ins = _expanded(node.control_inputs, relayed)
+        if not outs or any(i not in placement for i in ins):
+            continue
+        task = task_prefix(placement[node.name])
+        before = sum(task_prefix(placement[i]) != task for i in ins) + sum(
+            task_prefix(placement[o.name]) != task for o in outs
+        )
+        after = sum(task_prefix(placement[i]) != task_prefix(placement[o.name]) for i in ins for o in outs)
+        if before > 0 and after <= before and len(ins) * len(outs) <= len(ins) + len(outs):
+            relayed[node.name] = ins
+    if not relayed:
+        return nodes
+    out = []
+    for node in nodes:
+        if node.name in relayed:
+            continue
+        controls = node.control_inputs
+        if any(c in relayed for c in controls):
+            node = node.copy()
+            data = [i for i in node.input if not i.startswith("^")]
+            node.input = data + [f"^{c}" for c in dict.fromkeys(_expanded(controls, relayed))]
+        out.append(node)
+    return out
+
+
+def _expanded(controls, relayed):
+    """`controls` with each bypassed NoOp replaced by what it relayed."""
+    out = []
+    for c in controls:
+        out.extend(relayed.get(c, [c]))
+    return out
 
 
 def _cross(part_of, sends, tensor, src_device, dst_device, spec):
