@@ -7,9 +7,6 @@ process, another cluster key, or ``$NBDIST_IN_PROCESS=0`` keep the wire.
 In-process servers on 127.0.0.1.
 """
 
-import threading
-import time
-
 import numpy as np
 import pytest
 
@@ -95,30 +92,6 @@ def test_errors_are_the_wires_errors(cluster, monkeypatch):
     assert messages["1"] == messages["0"]
     assert messages["1"][0] == "take"
     assert "FIFOQueue 'empty_queue'" in messages["1"][1]
-
-
-def test_a_step_waiting_when_its_server_stops_ends_naming_the_server(cluster):
-    graph = tf.Graph()
-    with graph.as_default(), tf.device("/job:worker/task:0"):
-        take = tf.FIFOQueue(1, tf.float32, shapes=[[]]).dequeue(name="take")
-    server = cluster["worker"]
-    sess = tf.Session(server.target, graph=graph)
-    outcome = []
-
-    def run():
-        try:
-            sess.run(take)
-        except tf.errors.OpError as e:
-            outcome.append(e)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    time.sleep(0.5)  # the step is waiting on the queue
-    server.stop()
-    thread.join(10)
-    assert not thread.is_alive(), "the step outlived its server"
-    assert isinstance(outcome[0], (tf.errors.CancelledError, tf.errors.UnavailableError))
-    assert "/job:worker" in outcome[0].message
 
 
 def test_a_client_with_another_key_or_of_a_stopped_server_takes_the_wire(cluster):

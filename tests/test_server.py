@@ -222,6 +222,8 @@ def test_stop_cancels_a_step_blocked_on_a_queue(server):
     t.join(10)
     assert not t.is_alive()
     assert raised and isinstance(raised[0], (tf.errors.CancelledError, tf.errors.UnavailableError))
+    # (the session is in the server's process: its in-process call ends too, naming the server)
+    assert server.address in raised[0].message or "/job:localhost" in raised[0].message, raised[0].message
 
 
 @pytest.mark.slow
