@@ -120,10 +120,9 @@ def bypass_relays(nodes, placement, kept):
 
     A NoOp (not in `kept`: fetched or a target) with control inputs only, some of whose
     edges cross tasks, is bypassed when that makes no more control edges cross tasks and
-    no more edges in all (``inputs x
-    consumers <= inputs + consumers``, as TF's dependency optimizer): each consumer then
-    waits for the NoOp's control inputs itself (a chain of relays goes whole, one link at
-    a time). Consumers are copied, never changed.
+    no more edges in all (``inputs x consumers <= inputs + consumers``, as TF's dependency
+    optimizer): each consumer then waits for the NoOp's control inputs itself (a chain of
+    relays goes whole, one link at a time). Consumers are copied, never changed.
     """
     consumers = {}
     for node in nodes:
