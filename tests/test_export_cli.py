@@ -34,6 +34,29 @@ X = np.random.RandomState(2).randn(5, 4).astype(np.float32)
 Y = np.array([0, 1, 2, 1, 0], np.int32)
 
 
+def _export(script, checkpoint, out):
+    """``python -m nbdist export --tf SCRIPT --checkpoint DIR --out OUT``, bounded."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbdist",
+            "export",
+            "--tf",
+            str(script),
+            "--checkpoint",
+            str(checkpoint),
+            "--out",
+            str(out),
+        ],
+        env=kernel_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
 def test_export_command_writes_a_meta_graph_and_checkpoint_tensorflow_restores(tf1_graph_mode, tmp_path):
     script = tmp_path / "model.py"
     script.write_text(MODEL)
@@ -46,25 +69,7 @@ def test_export_command_writes_a_meta_graph_and_checkpoint_tensorflow_restores(t
         (tmp_path / "ckpt").mkdir()
         tf.train.Saver().save(sess, str(tmp_path / "ckpt" / "model"))
     out = tmp_path / "for_tf"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbdist",
-            "export",
-            "--tf",
-            str(script),
-            "--checkpoint",
-            str(tmp_path / "ckpt"),
-            "--out",
-            str(out),
-        ],
-        env=kernel_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    run = _export(script, tmp_path / "ckpt", out)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "wrote" in run.stdout and "the values of 2 variables" in run.stdout
     tf1 = tf1_graph_mode
@@ -80,24 +85,6 @@ def test_export_command_writes_a_meta_graph_and_checkpoint_tensorflow_restores(t
 def test_export_command_names_a_directory_without_checkpoints(tmp_path):
     script = tmp_path / "model.py"
     script.write_text(MODEL)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbdist",
-            "export",
-            "--tf",
-            str(script),
-            "--checkpoint",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        env=kernel_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    run = _export(script, tmp_path, tmp_path / "out")
     assert run.returncode == 2
     assert "holds no nbdist checkpoint" in run.stderr

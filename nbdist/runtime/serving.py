@@ -115,7 +115,6 @@ class ServingLoop:
         self.malformed = 0
         ctx = context()
         self._router, self._curve_keys = _bound_router(ctx, self.bind_address, task)
-        self.encrypted = self._curve_keys is not None
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
         if self._local and shm.enabled():
@@ -142,6 +141,11 @@ class ServingLoop:
         self._in_process_calls = set()  # `_InProcessCall`s not answered yet
         self._thread.start()
         _LOOPS[address] = self
+
+    @property
+    def encrypted(self):
+        """True when the ROUTER is a CURVE server (the process has CURVE keys)."""
+        return self._curve_keys is not None
 
     # -- the event loop (I/O thread) -----------------------------------------------------------
     def _run(self):
@@ -398,9 +402,6 @@ class InProcessChannel:
     with its containers rebuilt and its arrays copied (`_detached`), as the wire would
     have copied them: a fetched value is the caller's own, never a variable's storage.
     """
-
-    encrypted = False
-    local = True
 
     def __init__(self, loop, name):
         self._loop = loop
