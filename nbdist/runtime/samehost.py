@@ -73,15 +73,17 @@ def _private_dir():
     return directory
 
 
-def ipc_path(address):
-    """The Unix-socket path of a loopback `address`, or None (not loopback, no ipc here)."""
-    if not zmq.has("ipc") or not is_loopback(address):
+def ipc_path(address, suffix=""):
+    """The Unix-socket path of a loopback `address` (for ZeroMQ's ``ipc://``; with a `suffix`,
+    another socket of the same server: ``".link"``, `nbdist.runtime.links`), or None (not
+    loopback, or no private directory here)."""
+    if not is_loopback(address) or (not suffix and not zmq.has("ipc")):
         return None
     directory = _private_dir()
     if directory is None:
         return None
     ip, port = _resolved(address)
-    return os.path.join(directory, f"{ip.replace(':', '_')}-{port}")
+    return os.path.join(directory, f"{ip.replace(':', '_')}-{port}{suffix}")
 
 
 def _listening(path):

@@ -36,11 +36,13 @@ import numpy as np
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import samehost, security, shm, transport, wire
+from nbdist.runtime import links, samehost, security, shm, transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
+# A link client's identity: this and a counter (never a ZeroMQ one: 5 bytes, or not starting with 0).
+_LINK_IDENTITY = b"\x00link"
 # The serving loops of this process, by address: what `in_process_channel` reaches.
 _LOOPS = weakref.WeakValueDictionary()
 IN_PROCESS_ENV = "NBDIST_IN_PROCESS"  # "0": clients reach servers of their own process over the wire too
@@ -117,6 +119,12 @@ class ServingLoop:
         self._router, self._curve_keys = _bound_router(ctx, self.bind_address, task)
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
+        # Clients of this host may also reach it on a link (`nbdist.runtime.links`).
+        self._link_listener, self._link_bound = self._listen_links()
+        self._links = {}  # fd -> (identity, Link): the links clients opened here
+        self._link_of = {}  # identity -> fd
+        self._link_ids = itertools.count(1)
+        self._backlogged = set()  # links (any, of this thread) whose writes wait for room: POLLOUT
         if self._local and shm.enabled():
             shm.sweep_leftovers()  # segments of tasks killed before (SIGKILL leaves them)
         self._inbox_address = f"inproc://nbdist-inbox-{id(self)}"
@@ -142,6 +150,15 @@ class ServingLoop:
         self._thread.start()
         _LOOPS[address] = self
 
+    def _listen_links(self):
+        if not (self._local and self._curve_keys is None and links.enabled()):
+            return None, None
+        listener = links.listen(samehost.ipc_path(self.address, ".link"))
+        if listener is None:
+            return None, None
+        path = listener.getsockname()
+        return listener, (path, os.stat(path).st_ino)
+
     @property
     def encrypted(self):
         """True when the ROUTER is a CURVE server (the process has CURVE keys)."""
@@ -150,12 +167,11 @@ class ServingLoop:
     # -- the event loop (I/O thread) -----------------------------------------------------------
     def _run(self):
         self._io_ident = threading.get_ident()
+        links.set_flusher(self._want_write)
         poller = None
         while not self._stop.is_set():
             if poller is None or self._watched_changed:
-                poller, self._watched_changed = zmq.Poller(), False
-                for sock in (self._router, self._inbox, *self._watched):
-                    poller.register(sock, zmq.POLLIN)
+                poller, self._watched_changed = self._poller(), False
             try:
                 ready = dict(poller.poll(self._poll_timeout_ms()))
             except zmq.ZMQError:
@@ -167,15 +183,84 @@ class ServingLoop:
             if self._router in ready:
                 while self._router.poll(0):
                     self._dispatch(self._router.recv_multipart(copy=False))
+            if self._links or self._backlogged or self._link_listener is not None:
+                self._serve_links(ready)
             for sock, callback in list(self._watched.items()):
-                if sock in ready:
+                if ready.get(sock, 0) & zmq.POLLIN:
                     self.guard(callback)
             self._run_due_timers()
         for fn in self._at_exit:
             self.guard(fn)
         self._router.close(linger=0)
         self._inbox.close(linger=0)
+        for fd in list(self._links):
+            self._drop_link(fd)
+        if self._link_listener is not None:
+            self._link_listener.close()
+            samehost.unlink_ipc(self._link_bound)
         samehost.unlink_ipc(self._ipc)
+
+    def _poller(self):
+        """A poller of every socket the loop reads, and of the links it has bytes to write to."""
+        flags = dict.fromkeys((self._router, self._inbox, *self._watched, *self._links), zmq.POLLIN)
+        if self._link_listener is not None:
+            flags[self._link_listener.fileno()] = zmq.POLLIN
+        self._backlogged = {link for link in self._backlogged if not link.closed}  # (closed by their owner)
+        for link in self._backlogged:
+            flags[link.fileno()] = flags.get(link.fileno(), 0) | zmq.POLLOUT
+        poller = zmq.Poller()
+        for sock, events in flags.items():
+            poller.register(sock, events)
+        return poller
+
+    # -- links (I/O thread) --------------------------------------------------------------------------
+    def _serve_links(self, ready):
+        """Accepts new links, writes what waited for room, serves the requests that arrived."""
+        if self._link_listener is not None and self._link_listener.fileno() in ready:
+            for link in links.accept(self._link_listener, peer=f"a client of {self.task or self.address}"):
+                identity = _LINK_IDENTITY + next(self._link_ids).to_bytes(8, "big")
+                self._links[link.fileno()] = (identity, link)
+                self._link_of[identity] = link.fileno()
+                self._watched_changed = True
+        for link in [link for link in self._backlogged if ready.get(link.fileno(), 0) & zmq.POLLOUT]:
+            try:
+                drained = link.closed or link.send_some()
+            except links.LinkClosedError:
+                drained = True
+            if drained:
+                self._backlogged.discard(link)
+                self._watched_changed = True
+        for fd in [fd for fd in self._links if ready.get(fd, 0) & zmq.POLLIN]:
+            self._read_link(fd)
+
+    def _read_link(self, fd):
+        identity, link = self._links[fd]
+        while fd in self._links:
+            try:
+                frames = link.take()
+            except links.LinkClosedError:
+                self._drop_link(fd)
+                return
+            except links.LinkError as e:
+                self.malformed += 1
+                print(f"nbdist: {self.task or self.address} closed a link: {e}", flush=True)
+                self._drop_link(fd)
+                return
+            if frames is None:
+                return
+            self._dispatch([identity, *frames])
+
+    def _drop_link(self, fd):
+        identity, link = self._links.pop(fd)
+        del self._link_of[identity]
+        self._backlogged.discard(link)
+        link.close()
+        self._watched_changed = True
+
+    def _want_write(self, link):
+        """`links.set_flusher`: `link` has bytes its socket did not take; send them at POLLOUT."""
+        self._backlogged.add(link)
+        self._watched_changed = True
 
     def _poll_timeout_ms(self):
         if self._posted:  # posted from this thread (no wake-up was sent): run them at once
@@ -190,6 +275,8 @@ class ServingLoop:
             if len(frames) == 1 and frames[0].bytes == _WAKE:
                 while self._posted:
                     self.guard(self._posted.popleft())
+            elif frames[0].bytes.startswith(_LINK_IDENTITY):
+                self.send_to(frames[0].bytes, frames[1:])
             else:
                 with contextlib.suppress(zmq.ZMQError):  # the requester left: nobody to answer
                     self._router.send_multipart(frames, copy=False, flags=zmq.DONTWAIT)
@@ -219,6 +306,10 @@ class ServingLoop:
         """Calls `callback()` on the I/O thread whenever `socket` is readable."""
         self._watched[socket] = callback
         self._watched_changed = True
+
+    def unwatch(self, socket):
+        if self._watched.pop(socket, None) is not None:
+            self._watched_changed = True
 
     def call_later(self, delay_s, fn):
         """Runs `fn` on the I/O thread after `delay_s`; returns a handle for `cancel`."""
@@ -312,6 +403,15 @@ class ServingLoop:
         Returns False when that peer is not connected (or its queue is full): the message
         is dropped, and the caller may take another path.
         """
+        fd = self._link_of.get(identity)
+        if fd is not None:
+            try:
+                self._links[fd][1].write(frames)
+            except links.LinkClosedError:
+                wire.discard(frames)
+                self._drop_link(fd)
+                return False
+            return True
         try:
             wire.send_frames(self._router, frames, prefix=[identity], flags=zmq.DONTWAIT)
         except zmq.ZMQError:  # EHOSTUNREACH (ROUTER_MANDATORY) or EAGAIN
@@ -492,6 +592,8 @@ class PeerChannels:
         if channel is None:
             channel = self._channels[address] = transport.Channel(address, name, self._key)
             self._loop.watch(channel.socket, lambda: self._on_reply(address, channel))
+            if channel.link is not None:
+                self._loop.watch(channel.link.fileno(), lambda: self._on_link_reply(address, channel))
             self._loop.watch(channel.monitor, lambda: self._on_connection_event(address, channel))
         return channel
 
@@ -535,22 +637,39 @@ class PeerChannels:
 
     def _on_reply(self, address, channel):
         while channel.socket.poll(0):
-            frames = channel.socket.recv_multipart(copy=False)
+            self._deliver(address, channel.socket.recv_multipart(copy=False))
+
+    def _on_link_reply(self, address, channel):
+        link = channel.link
+        while True:
             try:
-                msg = wire.decode(frames, self._key)
-            except wire.WireError:
-                continue  # not from a server of this cluster: nothing is waiting for it
-            callbacks = self._inflight.pop((address, msg.get("id")), None)
-            if callbacks is None:
-                continue
-            on_reply, on_error = callbacks
-            if msg["type"] == "Error":
-                try:
-                    wire.raise_error(msg)
-                except errors.OpError as e:
-                    on_error(e)
-            else:
-                on_reply(msg)
+                frames = link.take()
+            except (links.LinkClosedError, links.LinkError):
+                # What was asked over the link will not be answered: fail it now. (The
+                # channel's next requests go over ZeroMQ, whose socket is watched too.)
+                self._loop.unwatch(link.fileno())
+                self._fail_requests(address, channel.unavailable(0.0, transport.LOST))
+                return
+            if frames is None:
+                return
+            self._deliver(address, frames)
+
+    def _deliver(self, address, frames):
+        try:
+            msg = wire.decode(frames, self._key)
+        except wire.WireError:
+            return  # not from a server of this cluster: nothing is waiting for it
+        callbacks = self._inflight.pop((address, msg.get("id")), None)
+        if callbacks is None:
+            return
+        on_reply, on_error = callbacks
+        if msg["type"] == "Error":
+            try:
+                wire.raise_error(msg)
+            except errors.OpError as e:
+                on_error(e)
+        else:
+            on_reply(msg)
 
     def _on_connection_event(self, address, channel):
         was_connected = channel.connected
@@ -568,6 +687,12 @@ class PeerChannels:
             self._loop.call_later(
                 transport.REFUSED_GRACE_S + 0.01, lambda: self._check_refused(address, since)
             )
+
+    def _fail_requests(self, address, error):
+        for key in [k for k in self._inflight if k[0] == address]:
+            callbacks = self._inflight.pop(key, None)
+            if callbacks is not None:
+                callbacks[1](error)
 
     def _check_refused(self, address, since):
         channel = self._channels.get(address)
@@ -587,10 +712,7 @@ class PeerChannels:
 
     def _fail(self, address, error, lost_since=None):
         """Fails the requests `address` owes; tells its watchers it is lost."""
-        for key in [k for k in self._inflight if k[0] == address]:
-            callbacks = self._inflight.pop(key, None)
-            if callbacks is not None:
-                callbacks[1](error)
+        self._fail_requests(address, error)
         channel = self._channels.get(address)
         if channel is not None and not channel.connected:
             why = transport.LOST if lost_since is None else "connection refused (its server is gone)"

@@ -1,4 +1,5 @@
-"""ZeroMQ client plumbing: a `Channel` is one DEALER connected to a peer.
+"""ZeroMQ client plumbing: a `Channel` is one DEALER connected to a peer (and, to a server
+of this host, a link beside it: `nbdist.runtime.links`).
 
 A channel is owned by one thread (zmq sockets are not thread-safe; `channel_to()` keeps
 one per thread and address). `call()` sends a request and waits for its reply with a
@@ -17,7 +18,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime import samehost, security, wire
+from nbdist.runtime import links, samehost, security, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
@@ -132,8 +133,16 @@ class Channel:
         self.created_at = time.monotonic()
         self.local = samehost.is_loopback(address)  # large tensors go through shared memory
         self.socket.connect(samehost.connect_endpoint(address, zmq_endpoint(address)))
+        # Messages go over a link when the server has one (a client with an `identity` is
+        # written to through the server's ROUTER: ZeroMQ only). The DEALER stays connected
+        # beside it: its heartbeats and events tell whether the peer lives.
+        self.link = None
+        if identity is None and self.local and not self.encrypted and links.enabled():
+            self.link = links.connect(samehost.ipc_path(address, ".link"), peer=f"{self.name} at {address}")
 
     def close(self):
+        if self.link is not None:
+            self.link.close()
         if self.socket.closed:
             return
         with contextlib.suppress(zmq.ZMQError):
@@ -179,11 +188,22 @@ class Channel:
         request_id = request_id or next(_request_ids)
         frames = wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local)
         try:
+            if self.on_link:
+                try:
+                    self.link.write(frames, CONNECT_TIMEOUT_S)
+                    return request_id
+                except links.LinkClosedError:
+                    pass  # its peer closed it: ZeroMQ from now on (`check_alive` tells if the peer lives)
             self._send_frames(frames)
         except BaseException:
             wire.discard(frames)
             raise
         return request_id
+
+    @property
+    def on_link(self):
+        """True while this channel's messages go over its link."""
+        return self.link is not None and not self.link.closed
 
     def _send_frames(self, frames):
         """Sends `frames`, never blocking for good: a DEALER whose peer's pipe is gone (its
@@ -284,9 +304,9 @@ class Channel:
                     f"at {self.address}",
                 )
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1000)))
-            if not self.socket.poll(wait_ms):
+            frames = self._next_reply(wait_ms, started)
+            if frames is None:
                 continue
-            frames = self.socket.recv_multipart(copy=False)
             msg = wire.decode(frames, self.key, peer=f"{self.name} at {self.address}")
             unmatched_error = msg["type"] == "Error" and msg.get("id") == 0  # undecodable request
             if msg.get("id") != request_id and not unmatched_error:
@@ -294,6 +314,19 @@ class Channel:
             if msg["type"] == "Error":
                 wire.raise_error(msg)
             return msg
+
+    def _next_reply(self, wait_ms, started):
+        """The frames of the next message from the peer within `wait_ms`, or None.
+
+        Raises:
+            UnavailableError: the link closed: a reply it owed will never come.
+        """
+        if not self.on_link:
+            return self.socket.recv_multipart(copy=False) if self.socket.poll(wait_ms) else None
+        try:
+            return self.link.take() if self.link.wait_readable(wait_ms) else None
+        except (links.LinkClosedError, links.LinkError):
+            raise self.unavailable(time.monotonic() - started, LOST) from None
 
     def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None):
         if connect_timeout_s is None:

@@ -1,0 +1,299 @@
+"""Links: a server's messages to and from a process of the same host over a raw Unix socket.
+
+ZeroMQ moves every message through its own I/O thread at both ends, so one message wakes
+three threads: the sender's ZeroMQ thread, the receiver's, then the receiving Python thread.
+On this 2-vCPU machine each wake-up that crosses to another vCPU costs about 45 us
+(`benchmarks/bench_ipc.py`: a round trip between two processes 114-126 us over ZeroMQ,
+5-81 us over a Unix socket). A link is a Unix stream socket that the sender writes and the
+receiver's serving loop polls directly: one wake-up per message.
+
+A link is only a faster path beside a ZeroMQ connection, never instead of one. It carries
+the same wire-encoded messages (signed, stamped, replay-checked: `nbdist.runtime.wire`),
+and the ZeroMQ connection to the same server stays up beside it: its heartbeats and socket
+events alone say whether the peer is alive, so a dead or silent peer is reported exactly as
+before. A client's `transport.Channel` takes a link when it is made, if the server listens
+on one, and keeps it (a replay guard wants one sender's requests in order: a stream never
+switches path while the peer lives). Links are for loopback addresses (the socket lives in
+the same per-user directory of mode 0700 as ZeroMQ's ``ipc://`` sockets), never with CURVE
+encryption (a link is not encrypted), and off with ``$NBDIST_LINKS=0``.
+
+Framing: a little-endian u32 frame count, one u64 length per frame, then the frames. Counts
+and sizes are bounded as the wire bounds them; a peer that breaks the framing has its link
+closed (never the server).
+"""
+
+import collections
+import os
+import select
+import socket
+import struct
+import threading
+import time
+
+from nbdist.runtime import wire
+
+LINKS_ENV = "NBDIST_LINKS"  # "0": every message goes over ZeroMQ
+_COUNT = struct.Struct("<I")
+_MAX_IOV = 512  # parts per sendmsg (the kernel's IOV_MAX is 1024)
+_RECV_CHUNK = 256 * 1024
+# A link whose reader stops reading (a client thread that left) holds at most this much for it;
+# writes beyond are refused, as ZeroMQ drops messages past its high-water mark.
+MAX_BACKLOG_BYTES = 256 * 2**20
+_MAX_MESSAGE_BYTES = wire.MAX_TENSOR_BYTES + wire.MAX_HEADER_BYTES
+_writers = threading.local()  # .flusher: the serving loop of this thread (it drains backlogs)
+
+
+class LinkClosedError(ConnectionError):
+    """The link's peer closed it (or the link was closed here)."""
+
+
+class LinkError(ValueError):
+    """The bytes on a link do not frame a message (not an nbdist peer, or a broken one)."""
+
+
+def enabled():
+    return os.environ.get(LINKS_ENV) != "0"
+
+
+def set_flusher(flusher):
+    """Makes `flusher(link)` this thread's way to finish a write that did not fit in the
+    socket: a serving loop's I/O thread registers the link for POLLOUT instead of blocking
+    (two loops blocked writing to each other would never read)."""
+    _writers.flusher = flusher
+
+
+class Link:
+    """One end of a link: framed writes (never lost, in order) and reads of whole messages.
+
+    A link has one writer thread (a client channel's owner, or a server's I/O thread) and one
+    reader thread, as ZeroMQ sockets do.
+
+    Args:
+        sock: a connected Unix stream socket (made non-blocking here).
+        peer: how to name the other end in errors.
+    """
+
+    def __init__(self, sock, peer=""):
+        sock.setblocking(False)
+        self.sock = sock
+        self._fd = sock.fileno()  # (kept after close: the loop that polled it forgets it by this)
+        self.peer = peer
+        self.closed = False
+        self._out = collections.deque()  # memoryviews not sent yet, in order
+        self._backlog = 0  # their bytes
+        self._in = bytearray()
+        self._ready = collections.deque()  # messages read but not taken yet
+
+    def fileno(self):
+        return self._fd
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._out.clear()
+            self._backlog = 0
+            self.sock.close()
+
+    # -- writing ------------------------------------------------------------------------------------
+    @property
+    def backlogged(self):
+        return bool(self._out)
+
+    def write(self, frames, timeout_s=5.0):
+        """Queues one message (`frames`: bytes-likes or zmq Frames) and sends what the socket
+        takes now. What it does not take is sent by this thread's serving loop (see
+        `set_flusher`) or, on any other thread, here: waiting for room up to `timeout_s`.
+
+        Raises:
+            LinkClosedError: the link is closed, its peer went away, or it never made room.
+        """
+        if self.closed:
+            raise LinkClosedError(f"the link to {self.peer} is closed")
+        buffers = [memoryview(f.buffer if hasattr(f, "buffer") else f).cast("B") for f in frames]
+        head = _COUNT.pack(len(buffers)) + struct.pack(f"<{len(buffers)}Q", *(b.nbytes for b in buffers))
+        size = len(head) + sum(b.nbytes for b in buffers)
+        if self._backlog + size > MAX_BACKLOG_BYTES:
+            raise LinkClosedError(f"the link to {self.peer} holds {self._backlog} unread bytes")
+        self._out.append(memoryview(head))
+        self._out.extend(b for b in buffers if b.nbytes)
+        self._backlog += size
+        self.send_some()
+        if not self._out:
+            return
+        flusher = getattr(_writers, "flusher", None)
+        if flusher is not None:
+            flusher(self)
+            return
+        self._drain(timeout_s)
+
+    def send_some(self):
+        """Sends queued bytes until the socket is full; True when nothing is left."""
+        out = self._out
+        while out:
+            parts = [out[i] for i in range(min(len(out), _MAX_IOV))]
+            try:
+                sent = self.sock.sendmsg(parts)
+            except BlockingIOError:
+                return False
+            except OSError as e:
+                self.close()
+                raise LinkClosedError(f"the link to {self.peer} broke: {e.strerror or e}") from None
+            self._backlog -= sent
+            while sent:
+                first = out[0]
+                if sent >= first.nbytes:
+                    sent -= first.nbytes
+                    out.popleft()
+                else:
+                    out[0] = first[sent:]
+                    sent = 0
+        return True
+
+    def _drain(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        poller = select.poll()
+        poller.register(self.sock, select.POLLOUT)
+        while not self.send_some():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise LinkClosedError(f"the link to {self.peer} made no room for {timeout_s:.1f} s")
+            poller.poll(min(left, 0.1) * 1000)
+
+    # -- reading ------------------------------------------------------------------------------------
+    def wait_readable(self, timeout_ms):
+        """True when a message is waiting or bytes can be read within `timeout_ms`."""
+        if self._ready:
+            return True
+        return bool(select.select([self.sock], [], [], timeout_ms / 1000)[0])
+
+    def take(self):
+        """The next whole message (a list of frames), or None when none has arrived yet.
+
+        Raises:
+            LinkClosedError: the peer closed the link (nothing more will come).
+            LinkError: the peer's bytes do not frame a message (the link is closed).
+        """
+        if not self._ready:
+            self._read()
+        return self._ready.popleft() if self._ready else None
+
+    def _read(self):
+        if self.closed:
+            raise LinkClosedError(f"the link to {self.peer} is closed")
+        while True:
+            try:
+                chunk = self.sock.recv(_RECV_CHUNK)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                self.close()
+                raise LinkClosedError(f"the link to {self.peer} broke: {e.strerror or e}") from None
+            if not chunk:
+                self._parse()
+                self.close()
+                if self._ready:
+                    return  # hand out what arrived whole; the next read says closed
+                raise LinkClosedError(f"{self.peer} closed the link")
+            self._in += chunk
+            if len(chunk) < _RECV_CHUNK:
+                break
+        self._parse()
+
+    def _parse(self):
+        buf, pos = self._in, 0
+        try:
+            while len(buf) - pos >= _COUNT.size:
+                (n,) = _COUNT.unpack_from(buf, pos)
+                if not 1 <= n <= wire.MAX_FRAMES + 1:
+                    raise self._broken(f"a message of {n} frames")
+                start = pos + _COUNT.size + 8 * n
+                if len(buf) < start:
+                    break
+                lengths = struct.unpack_from(f"<{n}Q", buf, pos + _COUNT.size)
+                total = sum(lengths)
+                if total > _MAX_MESSAGE_BYTES:
+                    raise self._broken(f"a message of {total} bytes")
+                if len(buf) - start < total:
+                    break
+                with memoryview(buf) as view:
+                    frames = []
+                    for length in lengths:
+                        frames.append(view[start : start + length].tobytes())
+                        start += length
+                self._ready.append(frames)
+                pos = start
+        finally:
+            del buf[:pos]
+
+    def _broken(self, what):
+        self.close()
+        return LinkError(f"{what} on the link from {self.peer}: not an nbdist peer of this version")
+
+
+def connect(path, peer=""):
+    """A `Link` to the server listening at `path`, or None (no link there: use ZeroMQ)."""
+    if path is None or not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)  # a full backlog makes a Unix connect wait
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return Link(sock, peer)
+
+
+def listen(path):
+    """A non-blocking listening Unix socket at `path`, or None (the path is another live
+    server's, or cannot be made). A socket file left by a killed server is replaced."""
+    if path is None:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    for _ in range(2):
+        try:
+            sock.bind(path)
+            break
+        except OSError:
+            if _live(path) or not _remove(path):
+                sock.close()
+                return None
+    else:
+        sock.close()
+        return None
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+def _live(path):
+    """True when a server accepts connections at `path`."""
+    link = connect(path)
+    if link is None:
+        return False
+    link.close()
+    return True
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def accept(listener, peer=""):
+    """Every `Link` a client opened on `listener` since the last call."""
+    links = []
+    while True:
+        try:
+            sock, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return links
+        except OSError:
+            return links  # (out of file descriptors: the client retries over ZeroMQ's path)
+        links.append(Link(sock, peer))
