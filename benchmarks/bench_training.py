@@ -12,6 +12,7 @@ are killed by PID once the chief has reported.
     python benchmarks/bench_training.py            # both libraries, 3 rounds
     python benchmarks/bench_training.py --no-tf    # nbdist only
     python benchmarks/bench_training.py --wire     # also nbdist without its in-process master
+    python benchmarks/bench_training.py --no-links # also nbdist with every message over ZeroMQ
 """
 
 import argparse
@@ -49,6 +50,8 @@ def run_once(mode, lib, steps, workers=2, timeout_s=300):
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
     if lib == "nbdist-wire":  # each worker's session reaches its own server over ZeroMQ
         env["NBDIST_IN_PROCESS"] = "0"
+    if lib == "nbdist-zmq":  # no links: every message between the processes over ZeroMQ
+        env["NBDIST_LINKS"] = "0"
     cmd = [sys.executable, str(SCRIPTS[mode])]
     ps = subprocess.Popen(
         [*cmd, *common, "--job_name=ps", "--task_index=0"], env=env, stderr=subprocess.DEVNULL
@@ -102,8 +105,14 @@ def main():
         action="store_true",
         help="also nbdist with NBDIST_IN_PROCESS=0 (a worker's session reaches its own master over the wire)",
     )
+    parser.add_argument(
+        "--no-links",
+        action="store_true",
+        help="also nbdist with NBDIST_LINKS=0 (every message over ZeroMQ, none over a link)",
+    )
     args = parser.parse_args()
-    libs = ["nbdist"] + (["nbdist-wire"] if args.wire else []) + ([] if args.no_tf else ["tf"])
+    libs = ["nbdist"] + (["nbdist-wire"] if args.wire else []) + (["nbdist-zmq"] if args.no_links else [])
+    libs += [] if args.no_tf else ["tf"]
     for mode in ("async", "sync"):
         for round_ in range(args.rounds):
             line = [f"{mode:5s} round {round_ + 1}:"]

@@ -27,6 +27,21 @@ def test_reductions_match_numpy(tf_fn, np_fn, axis, keepdims):
     np.testing.assert_allclose(run_in_session(y), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mean_is_bit_for_bit_numpys_mean(dtype):
+    """The Mean kernel skips np.mean's Python wrapper; its result must not move by one ulp
+    (counts that are not powers of two, every axis set, scalars and kept dims)."""
+    x = np.random.default_rng(7).standard_normal((3, 5, 7)).astype(dtype) * 1e3
+    cases = [None, 0, 1, 2, -1, [0, 2], [1, 2], [0, 1, 2], []]
+    for axis in cases:
+        for keepdims in (False, True):
+            got = run_in_session(tf.reduce_mean(tf.constant(x), axis=axis, keepdims=keepdims))
+            np_axis = tuple(axis) if isinstance(axis, list) else axis
+            expected = np.mean(x, axis=np_axis, keepdims=keepdims)
+            assert got.dtype == dtype and np.shape(got) == np.shape(expected)
+            np.testing.assert_array_equal(got, expected)
+
+
 def test_reduction_of_unknown_rank_over_all_axes():
     x = tf.placeholder(tf.float64, None)
     y = tf.reduce_sum(x)

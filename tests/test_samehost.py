@@ -7,7 +7,7 @@ import stat
 import pytest
 
 import nbdist as tf
-from nbdist.runtime import samehost, transport
+from nbdist.runtime import links, samehost, transport
 from procs import ServerProcs, cluster_dict
 
 
@@ -21,7 +21,7 @@ def test_only_loopback_addresses_are_local():
 
 
 @pytest.mark.slow
-def test_a_loopback_server_is_reached_over_ipc_and_its_socket_goes_with_it(fresh_graph):
+def test_a_loopback_server_is_reached_over_ipc_and_its_socket_goes_with_it(fresh_graph, monkeypatch):
     procs = ServerProcs(cluster_dict(local=1))
     address = procs.address("local", 0)
     path = samehost.ipc_path(address)
@@ -31,6 +31,7 @@ def test_a_loopback_server_is_reached_over_ipc_and_its_socket_goes_with_it(fresh
         assert samehost.connect_endpoint(address, "tcp://x") == f"ipc://{path}"
         with tf.Session(procs.target("local", 0)) as sess:  # over ipc
             assert sess.run(tf.constant(2.0) * 3.0) == 6.0
+        monkeypatch.setenv(links.LINKS_ENV, "0")  # (this channel's messages go over its DEALER)
         channel = transport.Channel(address, "/job:local/task:0")
         try:  # and TCP still serves everyone else
             channel.socket.disconnect(f"ipc://{path}")

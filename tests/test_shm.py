@@ -188,7 +188,7 @@ def test_a_server_refuses_a_tampered_handle_naming_itself(two_tasks):
         frames = wire.encode(
             "SendTensor", 7, {"step_id": 1, "tensors": [["k", value]]}, KEY, channel.stamp, True
         )
-        wire.send_frames(channel.socket, _tampered(frames))
+        channel.send_encoded(_tampered(frames))
         with pytest.raises(
             tf.errors.UnauthenticatedError, match=r"\[/job:local/replica:0/task:1\] bad message signature"
         ):

@@ -57,10 +57,11 @@ def _sum_to_shape_kernel(ctx, node, grad, like):
     if grad.shape == target:
         return grad
     extra = grad.ndim - len(target)
-    out = grad.sum(axis=tuple(builtins.range(extra))) if extra > 0 else grad
+    # (np.add.reduce is what ndarray.sum calls, without its Python wrapper)
+    out = np.add.reduce(grad, axis=tuple(builtins.range(extra))) if extra > 0 else grad
     axes = tuple(i for i, d in enumerate(target) if d == 1 and out.shape[i] != 1)
     if axes:
-        out = out.sum(axis=axes, keepdims=True)
+        out = np.add.reduce(out, axis=axes, keepdims=True)
     return out.reshape(target)
 
 
@@ -74,7 +75,13 @@ def broadcast_to_like(x, like):
 
 
 registry.shape("BroadcastToLike")(lambda inputs, attrs: [(inputs[0].dtype, inputs[1].shape)])
-registry.kernel("BroadcastToLike")(lambda ctx, node, x, like: np.broadcast_to(x, np.shape(like)).copy())
+
+
+@registry.kernel("BroadcastToLike")
+def _broadcast_to_like_kernel(ctx, node, x, like):
+    out = np.empty(np.shape(like), np.result_type(x))  # (np.copyto broadcasts as np.broadcast_to does)
+    np.copyto(out, x)
+    return out
 
 
 @registry.gradient("BroadcastToLike")

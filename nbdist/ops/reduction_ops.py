@@ -69,7 +69,7 @@ def _static_axes(axes, ndims, where):
         ValueError: naming the bad axis.
     """
     out = set()
-    for a in np.ravel(axes):
+    for a in np.ravel(axes).tolist():
         if not -ndims <= a < ndims:
             raise ValueError(f"{where}: invalid reduction axis {int(a)} for an input of rank {ndims}")
         out.add(int(a) % ndims)
@@ -108,7 +108,21 @@ def _reduce_kernel(fn):
     return kernel
 
 
-_KERNELS = {"Sum": np.sum, "Mean": np.mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
+def _mean(x, axis, keepdims):
+    """`np.mean`, without its Python-level bookkeeping for float32/64 (the same sum and the
+    same division: numpy's own `_mean` divides the float sum by the count in place)."""
+    if not (isinstance(x, np.ndarray) and x.dtype.char in "fd" and x.size):
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    count = 1
+    for a in axis:
+        count *= x.shape[a]
+    total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+    if isinstance(total, np.ndarray):
+        return np.true_divide(total, count, out=total, casting="unsafe")
+    return total.dtype.type(total / count)
+
+
+_KERNELS = {"Sum": np.sum, "Mean": _mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
 for _t, _fn in _KERNELS.items():
     registry.shape(_t)(functools.partial(_reduce_shape, op_type=_t))
     registry.kernel(_t)(_reduce_kernel(_fn))
@@ -123,10 +137,10 @@ registry.no_gradient("ReducedShape")
 
 @registry.kernel("ReducedShape")
 def _reduced_shape_kernel(ctx, node, input_shape, axes):
-    out = np.array(input_shape, copy=True)
-    if out.size:
-        out[np.ravel(axes) % out.size] = 1
-    return out
+    dims = np.ravel(input_shape).tolist()
+    for a in np.ravel(axes).tolist() if dims else ():
+        dims[a % len(dims)] = 1
+    return np.array(dims, dtype=np.asarray(input_shape).dtype)
 
 
 def _kept_dims_shape(op):

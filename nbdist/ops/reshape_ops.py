@@ -4,6 +4,8 @@ Shapes, permutations and axes are *input tensors* as in TF (usually constants), 
 gradients can use runtime shapes (`tf.shape`) and work when static dimensions are unknown.
 """
 
+import math
+
 import numpy as np
 
 from nbdist.graph.tensor_shape import TensorShape
@@ -27,7 +29,7 @@ def _reshape_dims(dims, total):
     """`dims` with its one -1 resolved against `total` elements (None when unknown)."""
     if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
         raise ValueError(f"shape {dims} may hold at most one -1 and no other negative size")
-    known = int(np.prod([d for d in dims if d != -1]))
+    known = math.prod(d for d in dims if d != -1)
     if -1 in dims:
         if total is None:
             return [None if d == -1 else d for d in dims]
@@ -54,7 +56,7 @@ def _reshape_shape(inputs, attrs):
 
 @registry.kernel("Reshape")
 def _reshape_kernel(ctx, node, x, dims):
-    dims = [int(d) for d in np.ravel(dims)]
+    dims = np.ravel(dims).tolist()
     try:
         return np.reshape(x, _reshape_dims(dims, np.size(x)))
     except ValueError as e:

@@ -131,9 +131,15 @@ for _t, _sig in _SIGNATURES.items():
 
 
 # -- kernels --------------------------------------------------------------------------------------
-@contextlib.contextmanager
 def _locked(node, *resources):
     """Holds the locks of `resources`, in argument order (variable first, then its slots)."""
+    if len(resources) == 1:
+        return resources[0].lock  # (the common case: no stack of contexts)
+    return _all_locked(node, resources)
+
+
+@contextlib.contextmanager
+def _all_locked(node, resources):
     if len({id(r) for r in resources}) != len(resources):
         names = [r.name for r in resources]
         raise errors.InvalidArgumentError(

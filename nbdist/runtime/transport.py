@@ -186,19 +186,23 @@ class Channel:
 
     def send(self, msg_type, body, request_id=None):
         request_id = request_id or next(_request_ids)
-        frames = wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local)
+        self.send_encoded(wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local))
+        return request_id
+
+    def send_encoded(self, frames):
+        """Sends encoded `frames` on this channel's path: its link while it has one, else its
+        DEALER. Frees their shared-memory segments if they could not be sent."""
         try:
             if self.on_link:
                 try:
                     self.link.write(frames, CONNECT_TIMEOUT_S)
-                    return request_id
+                    return
                 except links.LinkClosedError:
                     pass  # its peer closed it: ZeroMQ from now on (`check_alive` tells if the peer lives)
             self._send_frames(frames)
         except BaseException:
             wire.discard(frames)
             raise
-        return request_id
 
     @property
     def on_link(self):
