@@ -3,7 +3,9 @@
     python benchmarks/bench_runtime.py [--quick] [--no-tf] [--json PATH] [--pin C,T0,T1]
 
 1. step latency of a trivial op on the master's task (1 hop) and on another task (2 hops), vs
-   one and two raw pyzmq REQ/REP round trips between two processes;
+   one and two raw pyzmq REQ/REP round trips between two processes (and, beside them, a raw
+   Unix-socket round trip, the floor of nbdist's same-host links, and a second nbdist cluster
+   run with ``NBDIST_LINKS=0``: every message over ZeroMQ);
 2. fetching a 64 MB float32 variable from another task, and moving it between two tasks
    (Send/Recv), vs raw pyzmq zero-copy throughput and a single-threaded memcpy of 64 MB;
 3. time until a 2-task cluster of separate processes answers its first step;
@@ -169,6 +171,44 @@ while True:
 """
 
 
+_UNIX_ECHO = r"""
+import os, socket, sys
+path = sys.argv[1]
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)
+server.listen(1)
+print("ready", flush=True)
+conn, _ = server.accept()
+os.unlink(path)
+while True:
+    m = conn.recv(64)
+    if not m or m == b"q":
+        break
+    conn.sendall(m)
+"""
+
+
+class UnixEchoFloor:
+    """A process echoing one-byte messages on a raw Unix stream socket: the floor of a link."""
+
+    def __init__(self, stack):
+        import tempfile
+
+        path = os.path.join(tempfile.mkdtemp(prefix="nbdist-bench-"), "echo")
+        (self.proc,), _ = spawn([[sys.executable, "-c", _UNIX_ECHO, path]])
+        stack.callback(stop, [self.proc])
+        wait_line(self.proc, "ready")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(60.0)  # a dead echo process raises, never hangs
+        self.sock.connect(path)
+        stack.callback(self.sock.close)
+        stack.callback(os.rmdir, os.path.dirname(path))
+
+    def round_trip(self):
+        self.sock.sendall(b"x")
+        self.sock.recv(64)
+
+
 class EchoFloor:
     """A pyzmq REP process echoing one-byte messages (or replying 64 MB, zero-copy) to our REQ;
     pinned to the CPUs `cpus` (None: wherever the scheduler puts it)."""
@@ -265,8 +305,10 @@ def _on_cpu(cmd, cpus, i):
     return cmd if cpus is None else ["taskset", "-c", str(cpus[i]), *cmd]
 
 
-def start_nbdist(stack, key_hex, task_cpus=None):
-    """A signed 2-task nbdist cluster: its servers and this process share the cluster key `key_hex`."""
+def start_nbdist(stack, key_hex, task_cpus=None, links=True):
+    """A signed 2-task nbdist cluster: its servers and this process share the cluster key `key_hex`.
+    Without `links` its servers neither listen on nor use links (so this process's channels to
+    them keep to ZeroMQ too)."""
     import nbdist as tf
 
     cluster = {"local": [f"localhost:{port}" for port in free_ports(2)]}
@@ -280,7 +322,7 @@ def start_nbdist(stack, key_hex, task_cpus=None):
             )
             for i, t in enumerate("01")
         ),
-        env=dict(ENV, NBDIST_CLUSTER_KEY=key_hex),
+        env=dict(ENV, NBDIST_CLUSTER_KEY=key_hex, **({} if links else {"NBDIST_LINKS": "0"})),
     )
     stack.callback(stop, procs)
     for p in procs:
@@ -334,11 +376,15 @@ def run(n, with_tf, pin=None):
         # nbdist's with TF's idle servers up: any difference is at nbdist's expense.
         real = start_tf(stack, task_cpus) if with_tf else None
         nb = start_nbdist(stack, key_hex, task_cpus)
-        echo = EchoFloor(stack)
+        zmq_only = start_nbdist(stack, key_hex, task_cpus, links=False)
+        echo, unix_echo = EchoFloor(stack), UnixEchoFloor(stack)
         steps = {
             "floor_rtt_s": echo.round_trip,
+            "floor_unix_rtt_s": unix_echo.round_trip,
             "nbdist_step_1hop_s": nb.step_1hop,
             "nbdist_step_2hop_s": nb.step_2hop,
+            "zmq_only_step_1hop_s": zmq_only.step_1hop,
+            "zmq_only_step_2hop_s": zmq_only.step_2hop,
         }
         if real:
             steps.update(tf_step_1hop_s=real.step_1hop, tf_step_2hop_s=real.step_2hop)
@@ -346,10 +392,14 @@ def run(n, with_tf, pin=None):
         heavy_n = max(5, n // 50)
         floor = {
             "rtt_s": latency["floor_rtt_s"],
+            "unix_rtt_s": latency["floor_unix_rtt_s"],
             "fetch64_s": timed(echo.fetch64, heavy_n),
             "pinned": pinned_floors(stack, n, cpus),
         }
-        figures = {"floor": floor}
+        figures = {
+            "floor": floor,
+            "nbdist_no_links": {k: latency[f"zmq_only_{k}"] for k in ("step_1hop_s", "step_2hop_s")},
+        }
         for name, contender in (("nbdist", nb), ("tf", real)):
             if contender is None:
                 figures[name] = None
@@ -366,6 +416,7 @@ def run(n, with_tf, pin=None):
 
 def report(figures):
     floor, nb, real = figures["floor"], figures["nbdist"], figures["tf"]
+    nolinks = figures.get("nbdist_no_links")
     rtt, pinned = floor["rtt_s"], floor.get("pinned")
     gbps = lambda s: MB64 / s / 1e9  # noqa: E731
     rows = [
@@ -382,6 +433,19 @@ def report(figures):
             real and f"{real['step_2hop_s'] * 1e6:.0f} us",
         ),
         ("floor: raw pyzmq REQ/REP round trip (two: twice this)", f"{rtt * 1e6:.0f} us", "", ""),
+        *(
+            [
+                (
+                    "same steps without links (NBDIST_LINKS=0: every message over ZeroMQ), 1 / 2 hops",
+                    f"{nolinks['step_1hop_s'] * 1e6:.0f} / {nolinks['step_2hop_s'] * 1e6:.0f} us",
+                    f"{nolinks['step_1hop_s'] / rtt:.2f}x / {nolinks['step_2hop_s'] / (2 * rtt):.2f}x",
+                    "",
+                ),
+                ("floor of a link: Unix-socket round trip", f"{floor['unix_rtt_s'] * 1e6:.0f} us", "", ""),
+            ]
+            if nolinks
+            else []
+        ),
         *(
             [
                 (
