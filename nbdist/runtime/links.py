@@ -40,6 +40,7 @@ _RECV_CHUNK = 256 * 1024
 # writes beyond are refused, as ZeroMQ drops messages past its high-water mark.
 MAX_BACKLOG_BYTES = 256 * 2**20
 _MAX_MESSAGE_BYTES = wire.MAX_TENSOR_BYTES + wire.MAX_HEADER_BYTES
+_readers = threading.local()  # .scratch: see `_scratch`
 _writers = threading.local()  # .flusher: the serving loop of this thread (it drains backlogs)
 
 
@@ -83,6 +84,7 @@ class Link:
         self._backlog = 0  # their bytes
         self._in = bytearray()
         self._ready = collections.deque()  # messages read but not taken yet
+        self._poll = None  # (made on the first wait_readable)
 
     def fileno(self):
         return self._fd
@@ -165,7 +167,10 @@ class Link:
         """True when a message is waiting or bytes can be read within `timeout_ms`."""
         if self._ready:
             return True
-        return bool(select.select([self.sock], [], [], timeout_ms / 1000)[0])
+        if self._poll is None:  # (poll, not select: a busy process may hold fds beyond 1024)
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
+        return bool(self._poll.poll(timeout_ms))
 
     def take(self):
         """The next whole message (a list of frames), or None when none has arrived yet.
@@ -178,25 +183,40 @@ class Link:
             self._read()
         return self._ready.popleft() if self._ready else None
 
+    def take_all(self):
+        """Every whole message that has arrived, reading the socket once (a serving loop's
+        turn: a client that never stops writing cannot keep the loop to itself); [] if none.
+        After the peer closed the link, its last whole messages come with `closed` set.
+
+        Raises:
+            LinkClosedError: the link was closed before, or closed with nothing left to hand out.
+            LinkError: the peer's bytes do not frame a message (the link is closed).
+        """
+        self._read()
+        messages = list(self._ready)
+        self._ready.clear()
+        return messages
+
     def _read(self):
         if self.closed:
             raise LinkClosedError(f"the link to {self.peer} is closed")
+        scratch = _scratch()
         while True:
             try:
-                chunk = self.sock.recv(_RECV_CHUNK)
+                n = self.sock.recv_into(scratch)
             except BlockingIOError:
                 break
             except OSError as e:
                 self.close()
                 raise LinkClosedError(f"the link to {self.peer} broke: {e.strerror or e}") from None
-            if not chunk:
+            if not n:
                 self._parse()
                 self.close()
                 if self._ready:
                     return  # hand out what arrived whole; the next read says closed
                 raise LinkClosedError(f"{self.peer} closed the link")
-            self._in += chunk
-            if len(chunk) < _RECV_CHUNK:
+            self._in += scratch[:n]
+            if n < _RECV_CHUNK:
                 break
         self._parse()
 
@@ -229,6 +249,16 @@ class Link:
     def _broken(self, what):
         self.close()
         return LinkError(f"{what} on the link from {self.peer}: not an nbdist peer of this version")
+
+
+def _scratch():
+    """This thread's receive buffer. Bytes are received into it, then appended to a link's
+    input: `sock.recv(n)` would allocate n bytes per call, and at 256 KiB that is an mmap and
+    a munmap per message."""
+    buf = getattr(_readers, "scratch", None)
+    if buf is None:
+        buf = _readers.scratch = memoryview(bytearray(_RECV_CHUNK))
+    return buf
 
 
 def connect(path, peer=""):

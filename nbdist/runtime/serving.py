@@ -235,19 +235,17 @@ class ServingLoop:
 
     def _read_link(self, fd):
         identity, link = self._links[fd]
-        while fd in self._links:
-            try:
-                frames = link.take()
-            except links.LinkClosedError:
-                self._drop_link(fd)
-                return
-            except links.LinkError as e:
-                self.malformed += 1
-                print(f"nbdist: {self.task or self.address} closed a link: {e}", flush=True)
-                self._drop_link(fd)
-                return
-            if frames is None:
-                return
+        try:
+            messages = link.take_all()
+        except links.LinkClosedError:
+            messages = []
+        except links.LinkError as e:
+            self.malformed += 1
+            print(f"nbdist: {self.task or self.address} closed a link: {e}", flush=True)
+            messages = []
+        if link.closed:  # forgotten before anything runs that could open a socket with its fd number
+            self._drop_link(fd)
+        for frames in messages:
             self._dispatch([identity, *frames])
 
     def _drop_link(self, fd):
@@ -641,18 +639,18 @@ class PeerChannels:
 
     def _on_link_reply(self, address, channel):
         link = channel.link
-        while True:
-            try:
-                frames = link.take()
-            except (links.LinkClosedError, links.LinkError):
-                # What was asked over the link will not be answered: fail it now. (The
-                # channel's next requests go over ZeroMQ, whose socket is watched too.)
-                self._loop.unwatch(link.fileno())
-                self._fail_requests(address, channel.unavailable(0.0, transport.LOST))
-                return
-            if frames is None:
-                return
+        try:
+            messages = link.take_all()
+        except (links.LinkClosedError, links.LinkError):
+            messages = []
+        if link.closed:
+            self._loop.unwatch(link.fileno())  # (before any callback opens a socket with its fd number)
+        for frames in messages:
             self._deliver(address, frames)
+        if link.closed:
+            # What was asked over the link will not be answered: fail it now. (The channel's
+            # next requests go over ZeroMQ, whose socket is watched too.)
+            self._fail_requests(address, channel.unavailable(0.0, transport.LOST))
 
     def _deliver(self, address, frames):
         try:
