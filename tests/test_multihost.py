@@ -151,3 +151,36 @@ def test_with_curve_a_sniffer_sees_no_plaintext_tensor_bytes(hosts, keys):
     assert fed["sum"] == fed["expected"]
     assert seen["nbytes"] > fed["nbytes"], seen  # the tensor did pass this interface...
     assert not seen["found"], seen  # ...but only encrypted
+
+
+_WHO_IS_THERE = r"""
+import json, sys
+from nbdist.runtime import transport
+channel = transport.Channel(sys.argv[1], "the server at " + sys.argv[1])
+status = channel.call("Status", {}, timeout_s=20.0)
+print(json.dumps({"task": status["task"], "link": channel.on_link}))
+"""
+
+
+def test_the_same_loopback_address_in_two_namespaces_is_two_servers(hosts):
+    """Namespaces share the filesystem, not their loopback: the ipc and link sockets of
+    localhost:PORT in ns1 and in ns2 are two sockets, so each client reaches its own server."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NBDIST_")}
+    address = f"localhost:{PORT + 1}"
+    servers = [
+        hosts.start_server(host, json.dumps({job: [address]}), job, 0, env=env)
+        for host, job in ((1, "ns1"), (2, "ns2"))
+    ]
+    try:
+        for host, job in ((1, "ns1"), (2, "ns2")):
+            code, out, err = hosts.run(
+                host, [sys.executable, "-c", _WHO_IS_THERE, address], env=env, timeout_s=60
+            )
+            assert code == 0, err[-3000:]
+            assert json.loads(out.strip().splitlines()[-1]) == {
+                "task": f"/job:{job}/replica:0/task:0",
+                "link": True,
+            }
+    finally:
+        for proc in servers:
+            hosts.kill(proc)

@@ -3,7 +3,8 @@
 Measured here (`benchmarks/bench_ipc.py`): a ZeroMQ round trip over ``ipc://`` takes
 ~0.77x of TCP loopback's time, a 64 MiB message ~0.68x. So a server whose address is a
 loopback one (127.0.0.0/8, ::1, ``localhost``) binds, beside ``tcp://ip:port``, a Unix
-socket at a path derived from that ip and port, in a per-user directory of mode 0700;
+socket at a path derived from that ip and port and from its network namespace (whose
+loopback it is), in a per-user directory of mode 0700;
 a channel to a loopback address connects there when a server listens on it, else over
 TCP (a server not started yet, or one bound to another interface). The user still sees
 ``host:port``. Local is decided from the addresses, not "same machine": two network
@@ -83,7 +84,19 @@ def ipc_path(address, suffix=""):
     if directory is None:
         return None
     ip, port = _resolved(address)
-    return os.path.join(directory, f"{ip.replace(':', '_')}-{port}{suffix}")
+    return os.path.join(directory, f"{ip.replace(':', '_')}-{port}{_netns()}{suffix}")
+
+
+@functools.lru_cache(maxsize=1)
+def _netns():
+    """``-<inode>`` of this process's network namespace ("" where it cannot be read).
+
+    In a socket's name: two namespaces share the filesystem but each has its own loopback,
+    so 127.0.0.1:PORT in one and in another are two servers, and must be two sockets."""
+    try:
+        return f"-{os.stat('/proc/self/ns/net').st_ino}"
+    except OSError:
+        return ""
 
 
 def _listening(path):
