@@ -49,6 +49,11 @@ class TensorShape:
         return n
 
     def is_compatible_with(self, other):
+        if type(other) is tuple:  # (a numpy shape, checked on every fed value: no TensorShape made)
+            dims = self._dims
+            return dims is None or (
+                len(dims) == len(other) and all(a is None or b is None or a == b for a, b in zip(dims, other))
+            )
         other = as_shape(other)
         if self._dims is None or other._dims is None:
             return True

@@ -41,6 +41,8 @@ from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
+# Poll flags as plain ints: `&` on pyzmq's enum costs microseconds, on every turn of the loop.
+_POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 # A link client's identity: this and a counter (never a ZeroMQ one: 5 bytes, or not starting with 0).
 _LINK_IDENTITY = b"\x00link"
 # The serving loops of this process, by address: what `in_process_channel` reaches.
@@ -186,7 +188,7 @@ class ServingLoop:
             if self._links or self._backlogged or self._link_listener is not None:
                 self._serve_links(ready)
             for sock, callback in list(self._watched.items()):
-                if ready.get(sock, 0) & zmq.POLLIN:
+                if ready.get(sock, 0) & _POLLIN:
                     self.guard(callback)
             self._run_due_timers()
         for fn in self._at_exit:
@@ -202,12 +204,12 @@ class ServingLoop:
 
     def _poller(self):
         """A poller of every socket the loop reads, and of the links it has bytes to write to."""
-        flags = dict.fromkeys((self._router, self._inbox, *self._watched, *self._links), zmq.POLLIN)
+        flags = dict.fromkeys((self._router, self._inbox, *self._watched, *self._links), _POLLIN)
         if self._link_listener is not None:
-            flags[self._link_listener.fileno()] = zmq.POLLIN
+            flags[self._link_listener.fileno()] = _POLLIN
         self._backlogged = {link for link in self._backlogged if not link.closed}  # (closed by their owner)
         for link in self._backlogged:
-            flags[link.fileno()] = flags.get(link.fileno(), 0) | zmq.POLLOUT
+            flags[link.fileno()] = flags.get(link.fileno(), 0) | _POLLOUT
         poller = zmq.Poller()
         for sock, events in flags.items():
             poller.register(sock, events)
@@ -222,7 +224,7 @@ class ServingLoop:
                 self._links[link.fileno()] = (identity, link)
                 self._link_of[identity] = link.fileno()
                 self._watched_changed = True
-        for link in [link for link in self._backlogged if ready.get(link.fileno(), 0) & zmq.POLLOUT]:
+        for link in [link for link in self._backlogged if ready.get(link.fileno(), 0) & _POLLOUT]:
             try:
                 drained = link.closed or link.send_some()
             except links.LinkClosedError:
@@ -230,7 +232,7 @@ class ServingLoop:
             if drained:
                 self._backlogged.discard(link)
                 self._watched_changed = True
-        for fd in [fd for fd in self._links if ready.get(fd, 0) & zmq.POLLIN]:
+        for fd in [fd for fd in self._links if ready.get(fd, 0) & _POLLIN]:
             self._read_link(fd)
 
     def _read_link(self, fd):
