@@ -132,6 +132,7 @@ def test_a_channel_to_a_loopback_server_takes_its_link_unless_told_not_to(monkey
         try:
             assert channel.on_link
             assert channel.call("Ping", {}, timeout_s=10.0)["type"] == "Pong"
+            assert channel.call("Status", {}, timeout_s=10.0)["link_clients"] == 1  # seen by the server
         finally:
             channel.close()
         inbox = transport.Channel(address, "inbox", identity=b"nbdist-client-test")

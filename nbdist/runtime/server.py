@@ -350,6 +350,8 @@ class Server:
             "rss_bytes": _rss_bytes(),
             "requests_served": self._loop.requests_served if self._loop else 0,
             "malformed_requests": self._loop.malformed if self._loop else 0,
+            # clients of this host whose messages come over a link, not ZeroMQ (`runtime.links`)
+            "link_clients": self._loop.link_clients if self._loop else 0,
             "shm": dict(shm.stats),  # tensors sent and received through shared memory
         }
 

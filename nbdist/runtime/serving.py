@@ -162,6 +162,11 @@ class ServingLoop:
         return listener, (path, os.stat(path).st_ino)
 
     @property
+    def link_clients(self):
+        """How many clients' links are open here (read from any thread: a snapshot)."""
+        return len(self._links)
+
+    @property
     def encrypted(self):
         """True when the ROUTER is a CURVE server (the process has CURVE keys)."""
         return self._curve_keys is not None
