@@ -97,6 +97,26 @@ def test_a_writer_whose_peer_never_reads_gives_up_within_its_bound():
         b.close()
 
 
+def test_a_loop_thread_queues_what_the_socket_does_not_take_up_to_a_bound(monkeypatch):
+    """On a serving loop's thread a write never blocks: the rest waits for POLLOUT; a peer that
+    reads nothing for MAX_BACKLOG_BYTES loses its link (as ZeroMQ drops past its high-water mark)."""
+    monkeypatch.setattr(links, "MAX_BACKLOG_BYTES", 4 << 20)
+    a, b = _pair()
+    backlogged = []
+    links.set_flusher(backlogged.append)
+    try:
+        a.write([b"x" * (1 << 20)])  # more than the socket holds: returns at once, queued
+        assert backlogged == [a] and not a.closed
+        with pytest.raises(links.LinkClosedError, match=r"held \d+ bytes its peer did not read"):
+            for _ in range(8):
+                a.write([b"y" * (1 << 20)])
+        assert a.closed
+    finally:
+        links.set_flusher(None)
+        a.close()
+        b.close()
+
+
 def test_bytes_that_do_not_frame_a_message_close_the_link_with_an_error():
     raw, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     link = links.Link(other, "a stranger")

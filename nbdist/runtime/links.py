@@ -97,10 +97,6 @@ class Link:
             self.sock.close()
 
     # -- writing ------------------------------------------------------------------------------------
-    @property
-    def backlogged(self):
-        return bool(self._out)
-
     def write(self, frames, timeout_s=5.0):
         """Queues one message (`frames`: bytes-likes or zmq Frames) and sends what the socket
         takes now. What it does not take is sent by this thread's serving loop (see
@@ -114,8 +110,10 @@ class Link:
         buffers = [memoryview(f.buffer if hasattr(f, "buffer") else f).cast("B") for f in frames]
         head = _COUNT.pack(len(buffers)) + struct.pack(f"<{len(buffers)}Q", *(b.nbytes for b in buffers))
         size = len(head) + sum(b.nbytes for b in buffers)
-        if self._backlog + size > MAX_BACKLOG_BYTES:
-            raise LinkClosedError(f"the link to {self.peer} holds {self._backlog} unread bytes")
+        if self._backlog + size > MAX_BACKLOG_BYTES:  # its reader is stuck: give the link up
+            backlog = self._backlog
+            self.close()
+            raise LinkClosedError(f"the link to {self.peer} held {backlog} bytes its peer did not read")
         self._out.append(memoryview(head))
         self._out.extend(b for b in buffers if b.nbytes)
         self._backlog += size
