@@ -55,7 +55,9 @@ def test_the_run_step_skips_the_wire_and_computes_what_the_wire_does(cluster, mo
             results[mode] = sess.run(w)
         # The trace tells the learner which way the request went.
         assert calls["RunStep"]["in_process"] is (mode == "1")
+        assert calls["RunStep"]["via"] == ("in process" if mode == "1" else "link")  # a loopback server
         assert calls["RunGraph"]["task"] == "/job:ps/replica:0/task:0"
+        assert calls["RunGraph"]["via"] == "link"
     np.testing.assert_array_equal(results["1"], [6.0, 6.0, 6.0])
     np.testing.assert_array_equal(results["1"], results["0"])
 

@@ -377,8 +377,8 @@ class _Step:
         if result.get("delivered"):  # sent straight to the client; it fills these positions itself
             result["fetches"] = _Delivered(len(self.plan.parts[task].fetches))
         self.results[task] = (result["fetches"], result.get("stats"))
-        in_process = bool(result.get("in_process"))
-        self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, in_process=in_process))
+        how = {"in_process": bool(result.get("in_process")), "via": result.get("via")}
+        self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, **how))
         self.waiting.discard(task)
         if not self.waiting:
             self._finish()
@@ -409,6 +409,7 @@ class _Step:
                     self.start_s,
                     step_id=self.step_id,
                     in_process=self.responder.in_process,  # the client is in this process
+                    via=self.responder.via,  # "in process", "link" or "zmq": how the request came
                 ),
             )
             meta["service_calls"] = self.calls

@@ -85,6 +85,11 @@ class Responder:
     def fail(self, exc):
         self.reply("Error", wire.error_body(exc, self._loop.task))
 
+    @property
+    def via(self):
+        """How the request came: ``"link"`` or ``"zmq"`` (``"in process"``: `_InProcessResponder`)."""
+        return "link" if self.identity.startswith(_LINK_IDENTITY) else "zmq"
+
 
 class ServingLoop:
     """Binds `address` and serves until `stop()`.
@@ -467,6 +472,7 @@ class _InProcessResponder(Responder):
 
     __slots__ = ("_call",)
     in_process = True
+    via = "in process"
 
     def __init__(self, loop, call):
         super().__init__(loop, None, 0)
@@ -625,6 +631,11 @@ class PeerChannels:
             since = time.monotonic()
             self._loop.call_later(transport.CONNECT_TIMEOUT_S, lambda: self._check_connected(address, since))
         return request_id
+
+    def via(self, address):
+        """How requests to `address` go now: ``"link"`` or ``"zmq"`` (a trace shows it)."""
+        channel = self._channels.get(address)
+        return "link" if channel is not None and channel.on_link else "zmq"
 
     def send(self, address, name, msg_type, body):
         """Sends a one-way message (no reply is expected)."""

@@ -17,7 +17,7 @@ the I/O thread's `PeerChannels`)::
     stub.abort_step(step_id, message)                  # the I/O thread; one-way
     stub.cleanup_all(containers, timeout_s, session)   # a pool thread; may block
 
-`run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process"})`` or
+`run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process", "via"})`` or
 ``on_error(exc)`` later, on the I/O thread.
 """
 
@@ -395,12 +395,12 @@ class LocalWorker:
             body.get("master", ""),
         )
         service, loop = self.service, self._loop
+
+        def done(values, stats):
+            on_done({"fetches": values, "stats": stats, "in_process": True, "via": "in process"})
+
         if service.runs_quickly(args[0]):
-            service.start_graph(
-                *args,
-                lambda values, stats: on_done({"fetches": values, "stats": stats, "in_process": True}),
-                on_error,
-            )
+            service.start_graph(*args, done, on_error)
             return None
 
         def finished(future):
@@ -408,8 +408,7 @@ class LocalWorker:
             if error is not None:
                 on_error(error)
             else:
-                values, stats = future.result()
-                on_done({"fetches": values, "stats": stats, "in_process": True})
+                done(*future.result())
 
         future = loop.submit(service.run_graph, *args)
         future.add_done_callback(lambda f: loop.post(lambda: finished(f)))
@@ -446,10 +445,18 @@ class RemoteWorker:
             channel.call("DeregisterGraph", {"handle": handle}, timeout_s=5.0)
 
     def run_graph(self, body, on_done, on_error):
-        def reply(msg):
-            on_done({"fetches": msg["fetches"], "stats": msg.get("stats"), "delivered": msg.get("delivered")})
-
         peers = self._loop.peers
+
+        def reply(msg):
+            on_done(
+                {
+                    "fetches": msg["fetches"],
+                    "stats": msg.get("stats"),
+                    "delivered": msg.get("delivered"),
+                    "via": peers.via(self.address),
+                }
+            )
+
         request_id = peers.request(self.address, self.task, "RunGraph", body, reply, on_error)
         return None if request_id is None else (lambda: peers.forget(self.address, request_id))
 
