@@ -76,11 +76,11 @@ def _descendants():
 def run_floor():
     import zmq
 
-    from nbdist.notebook.cluster import _free_ports
+    from nbdist.runtime.samehost import free_ports
 
     ctx = zmq.Context.instance()
     started = time.perf_counter()
-    ports = _free_ports(2)
+    ports = free_ports(2)
     procs = [subprocess.Popen([sys.executable, "-c", FLOOR_CHILD, str(p)]) for p in ports]
     socks = []
     for port in ports:

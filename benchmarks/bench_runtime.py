@@ -49,15 +49,10 @@ ROUNDS = 10  # interleaved rounds of the step-latency measurement
 
 
 def free_ports(n):
-    """`n` distinct free ports on 127.0.0.1 (all probed at once: one port is never given twice)."""
-    probes = [socket.socket() for _ in range(n)]
-    try:
-        for s in probes:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in probes]
-    finally:
-        for s in probes:
-            s.close()
+    """`n` distinct free ports on 127.0.0.1 (`nbdist.runtime.samehost.free_ports`)."""
+    from nbdist.runtime import samehost
+
+    return samehost.free_ports(n)
 
 
 def free_port():

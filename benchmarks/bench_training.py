@@ -18,7 +18,6 @@ are killed by PID once the chief has reported.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -32,13 +31,10 @@ SCRIPTS = {
 
 
 def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    sys.path.insert(0, str(ROOT))  # (run from a checkout without installing)
+    from nbdist.runtime import samehost
+
+    return samehost.free_ports(n)
 
 
 def run_once(mode, lib, steps, workers=2, timeout_s=300):

@@ -5,13 +5,13 @@ import os
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import nbdist
+from nbdist.runtime import samehost
 
 REPO = str(Path(nbdist.__file__).resolve().parent.parent)
 
@@ -32,9 +32,7 @@ def free_port():
     socket closes, the kernel may hand the same port to the next bind, and a cluster built from
     two calls in a row then names one address twice."""
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        (port,) = samehost.free_ports(1)  # (outside the ephemeral range: see there)
         if port not in _handed_out:
             _handed_out.add(port)
             return port

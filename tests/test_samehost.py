@@ -50,3 +50,17 @@ def test_a_loopback_server_is_reached_over_ipc_and_its_socket_goes_with_it(fresh
     finally:
         procs.stop()
     assert not os.path.exists(path)  # (the directory too, unless another server uses it)
+
+
+def test_picked_ports_are_distinct_bindable_and_outside_the_ephemeral_range():
+    """An outgoing connection takes its local port from the ephemeral range, so a port picked
+    there can be taken before the server binds it (a CI run lost a demo cluster to that)."""
+    import socket
+
+    lo, hi = samehost._ephemeral_range()
+    ports = samehost.free_ports(20)
+    assert len(set(ports)) == 20
+    assert all(samehost.LOWEST_PICKED_PORT <= p <= 65535 and not lo <= p <= hi for p in ports)
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))

@@ -29,7 +29,6 @@ import contextlib
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -514,21 +513,8 @@ def _make_spec(spec, jobs):
     for job, count in jobs.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"job {job!r} needs a positive number of tasks, got {count!r}")
-    ports = _free_ports(sum(jobs.values()))
+    ports = samehost.free_ports(sum(jobs.values()))
     return ClusterSpec({job: [f"localhost:{ports.pop()}" for _ in range(n)] for job, n in jobs.items()})
-
-
-def _free_ports(n):
-    sockets = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _make_key(key, may_be_none=False):

@@ -5,7 +5,6 @@
 runtime answers (`is_gpu_available()` is False).
 """
 
-import socket
 import sys
 import unittest
 from unittest import mock
@@ -29,12 +28,6 @@ def main(argv=None):
     unittest.main(module="__main__", argv=argv)
 
 
-def _unused_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=None, ps_config=None):
     """Starts a cluster of in-process servers on localhost, as TF's `create_local_cluster`.
 
@@ -52,13 +45,15 @@ def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=Non
     Raises:
         ValueError: a negative count.
     """
-    from nbdist.runtime.server import Server  # noqa: PLC0415 - zmq loads only when a cluster starts
+    from nbdist.runtime.samehost import free_ports  # noqa: PLC0415 - zmq loads only when a cluster starts
+    from nbdist.runtime.server import Server  # noqa: PLC0415
 
     if num_workers < 0 or num_ps < 0:
         raise ValueError(f"num_workers and num_ps must be >= 0, got {num_workers} and {num_ps}")
+    ports = free_ports(num_workers + num_ps)
     cluster = {
-        "worker": [f"localhost:{_unused_port()}" for _ in range(num_workers)],
-        "ps": [f"localhost:{_unused_port()}" for _ in range(num_ps)],
+        "worker": [f"localhost:{p}" for p in ports[:num_workers]],
+        "ps": [f"localhost:{p}" for p in ports[num_workers:]],
     }
     workers = [
         Server(cluster, job_name="worker", task_index=i, protocol=protocol, config=worker_config)

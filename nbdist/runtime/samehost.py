@@ -18,11 +18,62 @@ import contextlib
 import functools
 import ipaddress
 import os
+import random
 import socket
 import stat
 import tempfile
 
 import zmq
+
+# Ports picked for local clusters come from here up to the ephemeral range (see `free_ports`):
+# above the ports services commonly use (8888, 6006, 5000...).
+LOWEST_PICKED_PORT = 20000
+
+
+def free_ports(n, host="127.0.0.1"):
+    """`n` distinct TCP ports that `host` can bind now, picked outside the ephemeral range.
+
+    A port got by binding port 0 comes from the kernel's ephemeral range, where every outgoing
+    connection also takes its local port: between the pick and a server's bind, some
+    connection may take it ("Address already in use"; seen in CI). Outside that range only
+    another listener can. Falls back to port 0 if no port outside it is free.
+    """
+    lo, hi = _ephemeral_range()
+    pool = [p for p in range(LOWEST_PICKED_PORT, 65536) if not lo <= p <= hi]
+    rng = random.SystemRandom()
+    held, ports = [], []
+    try:
+        for _ in range(64 + 8 * n):
+            if len(ports) == n or not pool:
+                break
+            port = rng.choice(pool)
+            probe = socket.socket()
+            try:
+                probe.bind((host, port))
+            except OSError:
+                probe.close()
+                continue
+            held.append(probe)  # (held until all are found: no port is picked twice)
+            ports.append(port)
+        while len(ports) < n:
+            probe = socket.socket()
+            probe.bind((host, 0))
+            held.append(probe)
+            ports.append(probe.getsockname()[1])
+        return ports
+    finally:
+        for probe in held:
+            probe.close()
+
+
+def _ephemeral_range():
+    """The kernel's ephemeral port range (Linux's default where it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def _ipc_dir():

@@ -13,13 +13,12 @@ answers ``Status`` and ``Ping`` (for `%dtf_cluster` and its widget). More servic
 import contextlib
 import os
 import signal
-import socket
 import threading
 import weakref
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import shm, wire
+from nbdist.runtime import samehost, shm, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
@@ -206,7 +205,7 @@ class Server:
     @staticmethod
     def create_local_server(config=None, start=True):
         """A one-task cluster ``{"localhost": ["localhost:<free port>"]}`` in this process (TF's job)."""
-        port = _free_port()
+        (port,) = samehost.free_ports(1)
         return Server({"localhost": [f"localhost:{port}"]}, "localhost", 0, config=config, start=start)
 
     # -- TF's API ------------------------------------------------------------------------------
@@ -391,9 +390,3 @@ def _stop_on_signals(event):
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
