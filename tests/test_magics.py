@@ -12,6 +12,7 @@ from IPython.utils.capture import capture_output
 
 from nbdist.notebook import cluster as cluster_lib
 from nbdist.notebook import magics
+from nbdist.runtime import samehost
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import wait_gone
@@ -177,7 +178,7 @@ def test_a_second_dtf_cluster_stops_the_first(ip, stop_after):
 
 @pytest.mark.slow
 def test_spec_file_starts_the_local_tasks(ip, stop_after, tmp_path):
-    spec = {"local": [f"localhost:{p}" for p in cluster_lib._free_ports(2)]}
+    spec = {"local": [f"localhost:{p}" for p in samehost.free_ports(2)]}
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(spec))
     with capture_output():
@@ -260,7 +261,7 @@ def _examples(magic_name, kind):
 def test_every_dtf_cluster_help_example_runs_as_pasted(ip, stop_after):
     examples = _examples("dtf_cluster", "line")
     assert len(examples) == 6 and any("#" in e for e in examples)
-    ports = iter(cluster_lib._free_ports(2))
+    ports = iter(samehost.free_ports(2))
     with capture_output():
         for line in examples:
             line = re.sub(r"localhost:\d+", lambda _: f"localhost:{next(ports)}", line)
@@ -284,7 +285,7 @@ def test_the_dtf_worker_help_example_runs_as_pasted(ip, stop_after):
 
 @pytest.mark.slow
 def test_quoted_spec_json_starts_the_cluster(ip, stop_after):
-    port = cluster_lib._free_ports(1)[0]
+    port = samehost.free_ports(1)[0]
     with capture_output():
         ip.run_line_magic("dtf_cluster", f"""--spec '{{"solo": ["localhost:{port}"]}}'""")
     cluster = ip.user_ns["dtf"]
