@@ -253,8 +253,12 @@ class ExecutionPlan:
         self._producers, self._consumers = _dataflow_edges(self._steps)
         blocking = [registry.lookup(n.op) for n in order if registry.lookup(n.op).blocking]
         self.may_block = bool(blocking)
-        # Every wait is for a tensor from another task: a run can be parked until it arrives.
+        # Every wait is one a run can be parked for (a tensor, a queue, an accumulator).
         self.parks = all(d.parks for d in blocking)
+        # Some op waits on a resource (a blocking op with a ref input: a queue, an accumulator),
+        # not only on tensors: its runs re-check when resources change, and their end may hand
+        # a claimed element back or free a place in a queue's line.
+        self.waits_on_resources = any(d.ref_inputs for d in blocking)
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def check_feeds(self, feed_values):
@@ -299,7 +303,7 @@ class ExecutionPlan:
     def end(self, run):
         """Ends `run` (finished or failed): releases what its step claimed; notes its compute
         time (`last_run_s`: without its waits, what it would hold a thread for)."""
-        if self.may_block:  # a queue may hold this step's place in line, or a claim
+        if self.waits_on_resources:  # a queue may hold this step's place in line, or a claim
             run.ctx.finish()
         self.last_run_s = run.compute_s
 

@@ -490,8 +490,11 @@ class _ParkedRun:
 
     def start(self):
         service, ctx, loop = self.service, self.ctx, self.loop
-        # Before the first pass: a queue that another thread changes meanwhile wakes it later.
-        service.resources.park(self.wake_later)
+        if self.plan.waits_on_resources:
+            # Before the first pass: a queue that another thread changes meanwhile wakes it later.
+            # (A run that waits only for tensors is woken by the rendezvous alone: the end of
+            # every other step here would wake it for nothing.)
+            service.resources.park(self.wake_later)
         self.advance()
         if self.over:
             return
