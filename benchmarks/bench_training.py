@@ -85,10 +85,20 @@ def steps_per_s(mode, results):
         done = [r for r in results if r]
         return sum(r["local_steps"] for r in done) / max(r["local_steps"] / r["steps_per_s"] for r in done)
     # Global steps per second while every worker trains: from the window of the worker that
-    # started last (TF's non-chief polls for the model every 30 s before it starts).
+    # started last (TF's non-chief polls for the model every 30 s before it starts). Each
+    # window starts after that worker's first step, which waits until every replica joined
+    # (else TF's chief, the only one to report when its non-chief hangs on the token queue,
+    # counted its wait for a late non-chief as training time).
     done = [r for r in results if r and r["elapsed_s"] > 0]
     last = min(done, key=lambda r: r["elapsed_s"])
     return (last["global_step"] - last["first_global_step"]) / last["elapsed_s"]
+
+
+def sync_window_steps(results):
+    """Global steps in the window `steps_per_s` measured sync over (few: a noisy figure)."""
+    done = [r for r in results if r and r["elapsed_s"] > 0]
+    last = min(done, key=lambda r: r["elapsed_s"])
+    return last["global_step"] - last["first_global_step"]
 
 
 def main():
@@ -114,12 +124,14 @@ def main():
             line = [f"{mode:5s} round {round_ + 1}:"]
             rates = {}
             for lib in libs:  # interleaved, so both see the same load
-                results = run_once(mode, lib, args.steps if mode == "async" else args.steps // 3)
+                results = run_once(mode, lib, args.steps)
                 rates[lib] = steps_per_s(mode, results)
                 unit = "total steps/s" if mode == "async" else "global steps/s"
                 hung = sum(r is None for r in results)
+                window = "" if mode == "async" else f" (over {sync_window_steps(results)} global steps)"
                 line.append(
-                    f"{lib} {rates[lib]:7.1f} {unit}" + (f" ({hung} worker(s) hung, killed)" if hung else "")
+                    f"{lib} {rates[lib]:7.1f} {unit}{window}"
+                    + (f" ({hung} worker(s) hung, killed)" if hung else "")
                 )
             if "tf" in rates:
                 line.append(f"ratio {rates['nbdist'] / rates['tf']:.2f}x")

@@ -88,12 +88,12 @@ def main(argv=None):
     started = None
     with tf.train.MonitoredTrainingSession(master=target, is_chief=is_chief, hooks=hooks) as sess:
         while not sess.should_stop():
-            started = started or time.monotonic()  # training only, from the first step
             xs = data.normal(size=(args.batch_size, args.features)).astype(np.float32)
             ys = xs @ true_w + 0.01 * data.normal(size=(args.batch_size, 1)).astype(np.float32)
             out = sess.run(fetches, {x: xs, y: ys})
             local_steps += 1
-            first_step = int(out["step"]) if first_step is None else first_step
+            if started is None:  # timed from the end of the first step, which waits for every replica
+                started, first_step = time.monotonic(), int(out["step"])
             losses.append(float(out["loss"]))
             dropped += int(out.get("dropped", 0))
             w_err = float(np.abs(out["w"] - true_w).max())  # (a monitored session cannot run once stopped)
