@@ -60,6 +60,9 @@ def main(argv):
                 {"train": train_op, "table": table, "average": ema.average(table), "step": step},
                 {ids: batch, targets: true_table[batch]},
             )
+    if out is None:  # joined after the last step (the chief can aggregate its own gradients)
+        print(json.dumps({"task_index": args.task_index, "step": None}), flush=True)
+        return
     print(
         json.dumps(
             {
