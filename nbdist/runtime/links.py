@@ -30,7 +30,7 @@ import struct
 import threading
 import time
 
-from nbdist.runtime import wire
+from nbdist.runtime import samehost, wire
 
 LINKS_ENV = "NBDIST_LINKS"  # "0": every message goes over ZeroMQ
 _COUNT = struct.Struct("<I")
@@ -259,6 +259,11 @@ def _scratch():
     return buf
 
 
+def path_of(address):
+    """The link socket of the server at `address` (None: not a loopback address)."""
+    return samehost.ipc_path(address, ".link")
+
+
 def connect(path, peer=""):
     """A `Link` to the server listening at `path`, or None (no link there: use ZeroMQ)."""
     if path is None or not os.path.exists(path):
@@ -284,7 +289,7 @@ def listen(path):
             sock.bind(path)
             break
         except OSError:
-            if _live(path) or not _remove(path):
+            if samehost.listening(path) or not _remove(path):
                 sock.close()
                 return None
     else:
@@ -293,15 +298,6 @@ def listen(path):
     sock.listen(64)
     sock.setblocking(False)
     return sock
-
-
-def _live(path):
-    """True when a server accepts connections at `path`."""
-    link = connect(path)
-    if link is None:
-        return False
-    link.close()
-    return True
 
 
 def _remove(path):

@@ -150,7 +150,7 @@ def _netns():
         return ""
 
 
-def _listening(path):
+def listening(path):
     """True when a server accepts connections at the Unix socket `path` (a socket file left
     by a killed server refuses them)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -166,7 +166,7 @@ def _listening(path):
 def connect_endpoint(address, tcp_endpoint):
     """``ipc://path`` when a server listens on `address`'s Unix socket, else `tcp_endpoint`."""
     path = ipc_path(address)
-    if path is None or not os.path.exists(path) or not _listening(path):
+    if path is None or not os.path.exists(path) or not listening(path):
         return tcp_endpoint
     return f"ipc://{path}"
 
@@ -210,7 +210,7 @@ def sweep_stale():
     for name in names:
         path = os.path.join(directory, name)
         with contextlib.suppress(OSError):
-            if stat.S_ISSOCK(os.lstat(path).st_mode) and not _listening(path):
+            if stat.S_ISSOCK(os.lstat(path).st_mode) and not listening(path):
                 os.unlink(path)
     with contextlib.suppress(OSError):
         os.rmdir(directory)

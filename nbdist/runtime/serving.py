@@ -160,7 +160,7 @@ class ServingLoop:
     def _listen_links(self):
         if not (self._local and self._curve_keys is None and links.enabled()):
             return None, None
-        listener = links.listen(samehost.ipc_path(self.address, ".link"))
+        listener = links.listen(links.path_of(self.address))
         if listener is None:
             return None, None
         path = listener.getsockname()
@@ -282,11 +282,12 @@ class ServingLoop:
     def _drain_inbox(self):
         while self._inbox.poll(0):
             frames = self._inbox.recv_multipart(copy=False)
-            if len(frames) == 1 and frames[0].bytes == _WAKE:
+            identity = frames[0].bytes
+            if len(frames) == 1 and identity == _WAKE:
                 while self._posted:
                     self.guard(self._posted.popleft())
-            elif frames[0].bytes.startswith(_LINK_IDENTITY):
-                self.send_to(frames[0].bytes, frames[1:])
+            elif identity.startswith(_LINK_IDENTITY):  # a reply from the pool to a link's client
+                self.send_to(identity, frames[1:])
             else:
                 with contextlib.suppress(zmq.ZMQError):  # the requester left: nobody to answer
                     self._router.send_multipart(frames, copy=False, flags=zmq.DONTWAIT)

@@ -138,7 +138,7 @@ class Channel:
         # beside it: its heartbeats and events tell whether the peer lives.
         self.link = None
         if identity is None and self.local and not self.encrypted and links.enabled():
-            self.link = links.connect(samehost.ipc_path(address, ".link"), peer=f"{self.name} at {address}")
+            self.link = links.connect(links.path_of(address), peer=f"{self.name} at {address}")
 
     def close(self):
         if self.link is not None:
