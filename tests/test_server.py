@@ -1,6 +1,8 @@
 """`tf.train.Server` in-process: lifecycle, ports, targets, and a server that survives garbage."""
 
+import os
 import socket
+import threading
 import time
 
 import msgpack
@@ -8,7 +10,7 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.runtime import transport, wire
+from nbdist.runtime import serving, transport, wire
 from nbdist.runtime.remote import parse_target
 from nbdist.runtime.server import Server
 from procs import free_port
@@ -46,6 +48,25 @@ def test_every_target_form_reaches_the_master(server, form):
     c = tf.constant(b"Hello, distributed TensorFlow!")
     with tf.Session(form.format(a=server.address)) as sess:
         assert sess.run(c) == b"Hello, distributed TensorFlow!"
+
+
+@pytest.mark.parametrize(("setting", "policy"), [(None, "batch"), ("0", "default")])
+def test_the_io_thread_is_a_batch_thread_unless_turned_off_and_status_says_which(
+    monkeypatch, setting, policy
+):
+    if setting is None:
+        monkeypatch.delenv(serving.BATCH_IO_ENV, raising=False)
+    else:
+        monkeypatch.setenv(serving.BATCH_IO_ENV, setting)
+    main_policy = os.sched_getscheduler(0)
+    with Server.create_local_server() as s:
+        with tf.Session(s.target) as sess:
+            assert sess.run(tf.constant(2.0) * 3.0) == 6.0  # it serves either way
+        [io] = [t for t in threading.enumerate() if t.name == f"nbdist-io-{s.address}"]
+        expected = os.SCHED_BATCH if policy == "batch" else main_policy
+        assert os.sched_getscheduler(io.native_id) == expected
+        assert transport.channel_to(s.address).call("Status", {}, timeout_s=10.0)["io_policy"] == policy
+    assert os.sched_getscheduler(0) == main_policy  # only the I/O thread: not its creator
 
 
 def test_bad_target_says_what_a_target_looks_like():
