@@ -36,7 +36,7 @@ import numpy as np
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import links, samehost, security, shm, transport, wire
+from nbdist.runtime import links, readiness, samehost, security, shm, transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
@@ -165,6 +165,7 @@ class ServingLoop:
         self._posted = collections.deque()
         self._watched = {}  # socket -> callback (I/O thread only)
         self._watched_changed = False
+        self._readiness = None  # the I/O thread's `readiness.Poller` of what it watches
         self._at_exit = []  # callbacks run on the I/O thread when it stops
         self._timers = []  # heap of (when, seq, fn)
         self._timer_seq = itertools.count()
@@ -203,12 +204,11 @@ class ServingLoop:
         self._io_ident = threading.get_ident()
         self.io_policy = _as_batch_thread()
         links.set_flusher(self._want_write)
-        poller = None
         while not self._stop.is_set():
-            if poller is None or self._watched_changed:
-                poller, self._watched_changed = self._poller(), False
+            if self._readiness is None or self._watched_changed:
+                self._readiness, self._watched_changed = self._poller(), False
             try:
-                ready = dict(poller.poll(self._poll_timeout_ms()))
+                ready = self._readiness.poll(self._poll_timeout_ms())
             except zmq.ZMQError:
                 break
             if self._inbox in ready:
@@ -243,10 +243,12 @@ class ServingLoop:
         self._backlogged = {link for link in self._backlogged if not link.closed}  # (closed by their owner)
         for link in self._backlogged:
             flags[link.fileno()] = flags.get(link.fileno(), 0) | _POLLOUT
-        poller = zmq.Poller()
-        for sock, events in flags.items():
-            poller.register(sock, events)
-        return poller
+        return readiness.Poller(flags)
+
+    def touched(self, sock):
+        """The I/O thread sent on `sock`, a socket it watches (`readiness.Poller.touched`)."""
+        if self._readiness is not None:
+            self._readiness.touched(sock)
 
     # -- links (I/O thread) --------------------------------------------------------------------------
     def _serve_links(self, ready):
@@ -312,6 +314,7 @@ class ServingLoop:
             elif identity.startswith(_LINK_IDENTITY):  # a reply from the pool to a link's client
                 self.send_to(identity, frames[1:])
             else:
+                self.touched(self._router)
                 with contextlib.suppress(zmq.ZMQError):  # the requester left: nobody to answer
                     self._router.send_multipart(frames, copy=False, flags=zmq.DONTWAIT)
 
@@ -446,6 +449,7 @@ class ServingLoop:
                 self._drop_link(fd)
                 return False
             return True
+        self.touched(self._router)
         try:
             wire.send_frames(self._router, frames, prefix=[identity], flags=zmq.DONTWAIT)
         except zmq.ZMQError:  # EHOSTUNREACH (ROUTER_MANDATORY) or EAGAIN
@@ -642,14 +646,18 @@ class PeerChannels:
     def request(self, address, name, msg_type, body, on_reply, on_error):
         """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
         channel = self.channel(address, name)
-        channel.poll_events()
+        if not channel.on_link:  # (a link's peer that goes away closes it: no event to wait for)
+            channel.poll_events()
         if channel.handshake_failure is not None:
             on_error(channel.handshake_error())
             return None
         if channel.disconnected_at is not None and not channel.connected:
             on_error(channel.unavailable(time.monotonic() - channel.disconnected_at, transport.LOST))
             return None
-        request_id = channel.send(msg_type, body)
+        try:
+            request_id = channel.send(msg_type, body)
+        finally:
+            self._touched(channel)
         self._inflight[(address, request_id)] = (on_reply, on_error)
         if not channel.connected:
             since = time.monotonic()
@@ -663,7 +671,15 @@ class PeerChannels:
 
     def send(self, address, name, msg_type, body):
         """Sends a one-way message (no reply is expected)."""
-        self.channel(address, name).send(msg_type, body)
+        channel = self.channel(address, name)
+        try:
+            channel.send(msg_type, body)
+        finally:
+            self._touched(channel)
+
+    def _touched(self, channel):
+        if not channel.on_link:  # it went through the DEALER the loop watches
+            self._loop.touched(channel.socket)
 
     def forget(self, address, request_id):
         """Drops the callbacks of a request whose answer no longer matters."""
