@@ -215,7 +215,7 @@ class _Packer:
                 flat = [x if isinstance(x, bytes) else str(x).encode() for x in obj.ravel().tolist()]
                 return msgpack.ExtType(_EXT_STRINGS, _packb([list(obj.shape), flat]))
             arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
-            if self.use_shm and arr.nbytes >= shm.SHM_MIN_BYTES:
+            if self.use_shm and arr.nbytes >= shm.SHM_MIN_BYTES and shm.enabled():
                 handle = shm.pool().put(arr)
                 if handle is not None:
                     self.segments.append((handle[0], handle[1]))
@@ -244,7 +244,7 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
         local: both ends are loopback addresses: tensors of at least `shm.SHM_MIN_BYTES`
             travel in shared memory (`nbdist.runtime.shm`), only their handles in the header.
     """
-    packer = _Packer(local and shm.enabled())
+    packer = _Packer(local)  # (asks `shm.enabled` only for a large tensor: not per message)
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
     if key is not None and stamp is not None:
         header["s"] = stamp.next()
