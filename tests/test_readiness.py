@@ -75,6 +75,27 @@ def test_a_message_arriving_while_waiting_wakes_the_poller(pair):
     assert router.recv_multipart()[1] == b"again"
 
 
+def test_a_descriptor_firing_asks_no_zeromq_socket(pair):
+    """What the poller is for: a message on a link (a plain descriptor) costs no question to
+    the ZeroMQ sockets beside it (`zmq.Poller` asks each of them twice per wait)."""
+    router, dealer = pair
+    assert dealer.recv() == b"pong"
+    assert not dealer.poll(0)
+    a, b = socket.socketpair()
+    try:
+        poller = readiness.Poller({router: zmq.POLLIN, dealer: zmq.POLLIN, a.fileno(): zmq.POLLIN})
+        assert poller.poll(0) == {}  # (a new poller asks each socket once)
+        asked = poller.asked
+        for _ in range(10):
+            b.send(b"x")
+            assert poller.poll(1000) == {a.fileno(): zmq.POLLIN}
+            a.recv(1)
+        assert poller.asked == asked
+    finally:
+        a.close()
+        b.close()
+
+
 def test_descriptors_are_watched_and_answered_in_zeromqs_flags():
     """ZeroMQ's POLLOUT is 2, poll(2)'s is 4: a caller written for `zmq.Poller` must see the
     same flags (a writer waiting for room would otherwise never be told)."""
