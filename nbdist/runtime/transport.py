@@ -297,13 +297,8 @@ class Channel:
             The remote error's class, if the reply is an error.
         """
         started = time.monotonic()
-        first = True
         while True:
-            # A link's peer that goes away closes it (the wait below says so): over a link the
-            # connection's events are read once a wait has passed without the reply.
-            if not (first and self.on_link):
-                self.check_alive(started, connect_timeout_s)
-            first = False
+            self.check_alive(started, connect_timeout_s)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise errors.DeadlineExceededError(
