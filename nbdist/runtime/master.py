@@ -256,7 +256,9 @@ class MasterService:
         if plan is None:
             self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
         else:
-            calls = [_event("master", "PartitionCache", self.task_device, hit=True)]
+            calls = []  # service calls are a trace's: an untraced step takes no timestamps for them
+            if msg.get("trace"):
+                calls.append(_event("master", "PartitionCache", self.task_device, hit=True))
             _Step(self, plan, msg, responder, calls, False, arrived_s, session).start()
         return DEFERRED
 
@@ -377,8 +379,9 @@ class _Step:
         if result.get("delivered"):  # sent straight to the client; it fills these positions itself
             result["fetches"] = _Delivered(len(self.plan.parts[task].fetches))
         self.results[task] = (result["fetches"], result.get("stats"))
-        how = {"in_process": bool(result.get("in_process")), "via": result.get("via")}
-        self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, **how))
+        if self.trace:
+            how = {"in_process": bool(result.get("in_process")), "via": result.get("via")}
+            self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, **how))
         self.waiting.discard(task)
         if not self.waiting:
             self._finish()
