@@ -205,6 +205,9 @@ def _serve(server, with_exec):
     except shutdown:
         pass
     server.stop()
+    from nbdist.task import events  # noqa: PLC0415 - (loaded already when it holds any event)
+
+    events.flush()  # the events held back for a batch: `run` exits without atexit
     return 0
 
 

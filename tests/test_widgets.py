@@ -157,7 +157,7 @@ def test_dashboard_redraws_at_most_five_times_a_second_while_events_pour_in():
     time.sleep(0.4)  # the last batch is drawn too
     dash.stop()
     drawn = dash.redraws - redraws0 - 1  # minus the final picture of stop()
-    assert 2 <= drawn <= 5 * elapsed + 2, (drawn, elapsed)
+    assert 1 <= drawn <= 5 * elapsed + 2, (drawn, elapsed)  # (and far fewer: a tenth of a core)
     assert dash.history.count == 300
 
 
@@ -220,16 +220,16 @@ def test_build_model_helper_graph_has_requested_devices():
 
 
 def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_cores():
-    """A draw that takes 0.2 s is followed by a pause of 3x that (a quarter of the time at
-    most goes to drawing), however fast requests come: at most 3 draws in 2 s, not 5."""
+    """A draw that takes 0.2 s is followed by a pause of 9x that (a tenth of the time at
+    most goes to drawing), however fast requests come: at most 2 draws in 2.5 s, not 12."""
     from nbdist.notebook.widgets.throttle import Redrawer
 
     draws = []
     redrawer = Redrawer(lambda: (draws.append(time.monotonic()), time.sleep(0.2)), max_per_s=5)
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 2.5
     while time.monotonic() < deadline:
         redrawer.request()
         time.sleep(0.01)
     redrawer.close()
-    assert 1 <= len(draws) <= 3, draws
-    assert all(b - a >= 0.75 for a, b in itertools.pairwise(draws)), draws
+    assert 1 <= len(draws) <= 2, draws
+    assert all(b - a >= 1.9 for a, b in itertools.pairwise(draws)), draws

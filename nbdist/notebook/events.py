@@ -13,7 +13,8 @@ Every event is a plain dict with a ``kind``, the ``task`` that sent it and a ``t
 Transport: the notebook's `EventStream` binds a ZeroMQ PULL socket on 127.0.0.1 (random
 port); tasks get its address in ``$NBDIST_EVENTS`` and push (`nbdist.task.events`, the task
 side, re-exported here) with a small send buffer and ``NOBLOCK``: when the notebook falls
-behind, events are dropped (and counted), so a slow notebook never blocks training. Events
+behind, events are dropped (and counted), so a slow notebook never blocks training. A task's
+events within `COALESCE_S` (50 ms) of each other travel as one ``Events`` message. Events
 are signed with the cluster key (`nbdist.runtime.wire`)
 and the collector drops any it cannot verify.
 
@@ -32,8 +33,10 @@ import zmq
 from nbdist.runtime import wire
 from nbdist.task import events as _task_events
 from nbdist.task.events import (  # noqa: F401 - the task side, re-exported for the notebook
+    COALESCE_S,
     EVENTS_ENV,
     KINDS,
+    MAX_BATCH,
     SEND_HWM,
     TASK_ENV,
     Publisher,
@@ -94,13 +97,20 @@ class EventStream:
             except zmq.ZMQError:
                 break
             try:
-                event = wire.decode(frames, self._key, self._replay_guard).get("event")
+                msg = wire.decode(frames, self._key, self._replay_guard)
             except wire.WireError:
-                event = None
-            if isinstance(event, dict) and event.get("kind") in KINDS:
-                self.publish(event)
-            else:
                 self.rejected += 1
+                continue
+            # A task sends its events in batches (``Events``); one ``Event`` is accepted too.
+            batch = msg.get("events") if msg["type"] == "Events" else [msg.get("event")]
+            if not isinstance(batch, list):
+                self.rejected += 1
+                continue
+            for event in batch:
+                if isinstance(event, dict) and event.get("kind") in KINDS:
+                    self.publish(event)
+                else:
+                    self.rejected += 1
         sock.close(linger=0)
 
     def publish(self, event):

@@ -6,8 +6,17 @@ A task's process pushes its events (``metric`` from `report`, ``heartbeat`` once
 behind, events are dropped (and counted), so a slow notebook never blocks training. Events
 are signed with the cluster key. The event format and the collecting side (`EventStream`)
 are described in `nbdist.notebook.events`.
+
+Events travel in batches (an ``Events`` message): an event after a quiet spell of
+`COALESCE_S` is sent at once, the ones that follow it within that window are held and sent
+together when it ends (by a flusher thread). A worker reporting after every one of its
+1,000 steps a second so sends some 20 messages a second, not 1,000 - each of which woke
+ZeroMQ's I/O threads in the task and in the notebook and cost the training on its cores
+(measured in docs/benchmarks.md, "What watching costs training"). What a process holds back
+is sent when it exits (`flush`; ``python -m nbdist.server`` flushes before it stops).
 """
 
+import atexit
 import numbers
 import os
 import threading
@@ -20,8 +29,10 @@ from nbdist.runtime import wire
 
 EVENTS_ENV = "NBDIST_EVENTS"
 TASK_ENV = "NBDIST_TASK"
-SEND_HWM = 1000  # events queued per task before new ones are dropped
+SEND_HWM = 100  # messages (batches of events) queued per task before new ones are dropped
 KINDS = ("metric", "heartbeat", "stream", "trace")
+COALESCE_S = 0.05  # events of one task within this window travel as one message...
+MAX_BATCH = 256  # ...of at most this many events
 
 
 class Publisher:
@@ -39,33 +50,84 @@ class Publisher:
         self._key = key
         self._stamp = wire.SenderStamp()
         self._lock = threading.Lock()
-        self.sent = 0
-        self.dropped = 0
+        self.sent = 0  # events handed to the socket
+        self.messages = 0  # the messages (batches) they went in
+        self.dropped = 0  # events dropped: the socket's buffer was full
+        self._pending = []  # events held until the window since the last send ends
+        self._last_send = 0.0  # time.monotonic() of the last send
+        self._due = threading.Event()  # set while events are held: the flusher sends them
+        self._flusher = None
         self._socket = zmq.Context.instance().socket(zmq.PUSH)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
         self._socket.connect(address)
 
     def publish(self, event):
-        """Sends `event` (its ``task`` filled in) unless the buffer is full. Returns True if sent."""
+        """Sends `event` (its ``task`` filled in), at once after a quiet spell of `COALESCE_S`,
+        else with the others of its window when the window ends.
+
+        Returns:
+            True if it was sent or is held to be sent; False if it was dropped (the socket's
+            buffer was full, or the publisher is closed).
+        """
         event.setdefault("task", self.task)
-        with self._lock:  # stamped and sent in one go: the collector sees the stamps in order
-            frames = wire.encode("Event", 0, {"event": event}, self._key, self._stamp)
+        with self._lock:
             if self._socket is None:
                 return False
-            try:
-                self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
-            except zmq.Again:
-                self.dropped += 1
-                return False
-            self.sent += 1
+            self._pending.append(event)
+            if len(self._pending) >= MAX_BATCH or time.monotonic() - self._last_send >= COALESCE_S:
+                return self._send_pending()
+            if self._flusher is None:
+                flusher = threading.Thread(target=self._flush_when_due, daemon=True, name="nbdist-events")
+                self._flusher = flusher
+                flusher.start()
+            self._due.set()
         return True
 
+    def flush(self):
+        """Sends the events held back now."""
+        with self._lock:
+            if self._pending and self._socket is not None:
+                self._send_pending()
+
+    def _send_pending(self):  # (holding the lock: stamped and sent in order)
+        batch, self._pending = self._pending, []
+        self._last_send = time.monotonic()
+        frames = wire.encode("Events", 0, {"events": batch}, self._key, self._stamp)
+        try:
+            self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            self.dropped += len(batch)
+            return False
+        self.sent += len(batch)
+        self.messages += 1
+        return True
+
+    def _flush_when_due(self):  # the flusher thread
+        while True:
+            self._due.wait()
+            with self._lock:
+                if self._socket is None:
+                    return
+                wait_s = self._last_send + COALESCE_S - time.monotonic()
+            if wait_s > 0:
+                time.sleep(wait_s)
+            with self._lock:
+                self._due.clear()
+                if self._socket is None:
+                    return
+                if self._pending:
+                    self._send_pending()
+
     def close(self):
+        """Sends what is held, then closes the socket (and so ends the flusher)."""
         with self._lock:
             if self._socket is not None:
+                if self._pending:
+                    self._send_pending()
                 self._socket.close(linger=0)
                 self._socket = None
+            self._due.set()
 
 
 _publisher = None
@@ -93,6 +155,16 @@ def start_task_publisher(task, address=None, key=None, heartbeat_s=1.0):
             target=_heartbeat, args=(_publisher, heartbeat_s), daemon=True, name="nbdist-heartbeat"
         ).start()
     return _publisher
+
+
+def flush():
+    """Sends what this process's publisher holds back (a process about to exit calls it; so
+    does ``atexit``)."""
+    if _publisher is not None:
+        _publisher.flush()
+
+
+atexit.register(flush)
 
 
 def _heartbeat(publisher, interval_s):

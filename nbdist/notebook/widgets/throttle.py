@@ -3,11 +3,13 @@
 Events may arrive on any thread and far faster than matplotlib draws; `request` only marks
 the picture out of date and returns at once. One daemon thread (started on the first
 request) calls ``draw()`` when the picture is out of date and the last draw is at least
-``1 / max_per_s`` ago, so a burst of requests makes one draw — and at least ``busy_fraction``
-of the time its draws take apart, so watching never takes more than that share of a core
-from the training it watches (a dashboard's matplotlib picture takes 0.1-0.5 s to draw on
-a busy 2-core machine: at 5 a second it would take the whole core). ``draw`` should only set
-widget state (docs/testing-notebooks.md).
+``1 / max_per_s`` ago, so a burst of requests makes one draw — and after a draw it pauses
+long enough that drawing takes at most ``busy_fraction`` of the time, so watching never
+takes more than that share of a core from the training it watches. A dashboard's matplotlib
+picture takes 0.2-0.3 s of CPU to draw (three panels; most of it text layout, whatever the
+number of points): at 5 a second it would take the whole core, at a quarter of a core it
+took 5-15% of the steps/s of training on 2 cores; at a tenth (the default) it is redrawn
+every 2-3 s. ``draw`` should only set widget state (docs/testing-notebooks.md).
 """
 
 import threading
@@ -25,7 +27,7 @@ class Redrawer:
             is at least its duration times ``1 / busy_fraction - 1``).
     """
 
-    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.25):
+    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1):
         self._draw = draw
         self.min_interval_s = 1.0 / max_per_s
         self._pause_per_draw_s = 1.0 / busy_fraction - 1.0
