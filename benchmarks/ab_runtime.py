@@ -11,7 +11,7 @@ the CPU time per step summed over the client and that cluster's servers
 (``/proc/<pid>/task/*/schedstat``, nanoseconds). Prints medians and the median (and
 quartiles) of the per-block ratio now / base: on a VM whose speed drifts by half within an
 hour, the per-block ratio is the figure to read. Only the servers differ; the client is this
-checkout's in both. All traffic on 127.0.0.1; every process is killed by PID.
+checkout's in both. All traffic on 127.0.0.1; every process is stopped by PID.
 """
 
 import argparse
@@ -27,31 +27,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
+from bench_runtime import free_ports, stop, wait_line  # noqa: E402
+
 import nbdist as tf  # noqa: E402 - after the path is set
-from nbdist.runtime import samehost  # noqa: E402
 
 
-def start_cluster(tree, key):
-    """Two server processes of the checkout at `tree`; returns (processes, master address)."""
-    cluster = {"local": [f"localhost:{p}" for p in samehost.free_ports(2)]}
+def start_cluster(tree, key, procs):
+    """Two server processes of the checkout at `tree` (added to `procs`); the master's address.
+
+    Started in `tree` (not `bench_runtime.spawn`): ``python -m`` puts its working directory
+    first on the path, so elsewhere the servers would import this checkout's nbdist."""
+    cluster = {"local": [f"localhost:{p}" for p in free_ports(2)]}
     env = dict(os.environ, PYTHONPATH=str(tree), NBDIST_CLUSTER_KEY=key)
     command = [sys.executable, "-m", "nbdist.server", "--cluster", json.dumps(cluster), "--job", "local"]
-    procs = [
-        subprocess.Popen(
-            [*command, "--task", t],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=str(tree),
-        )
+    started = [
+        subprocess.Popen([*command, "--task", t], stdout=subprocess.PIPE, text=True, env=env, cwd=str(tree))
         for t in "01"
     ]
-    deadline = time.monotonic() + 60
-    for p in procs:
-        while "ready" not in (p.stdout.readline() or "") and time.monotonic() < deadline:
-            if p.poll() is not None:
-                raise RuntimeError(f"a server of {tree} exited with {p.returncode}")
-    return procs, cluster["local"][0]
+    procs += started
+    for p in started:
+        wait_line(p, "nbdist-server ready")
+    return started, cluster["local"][0]
 
 
 def cpu_ns(pids):
@@ -86,8 +82,7 @@ def main():
     procs, runs = [], {}
     try:
         for name, tree in trees.items():
-            started, address = start_cluster(tree, key)
-            procs += started
+            started, address = start_cluster(tree, key, procs)
             sess, target = session_for(address, args.hops)
             for _ in range(300):  # warm: partitions registered, links made
                 sess.run(target)
@@ -115,9 +110,7 @@ def main():
     finally:
         for sess, _, _ in runs.values():
             sess.close()
-        for p in procs:
-            p.kill()
-            p.wait()
+        stop(procs)
 
 
 if __name__ == "__main__":
