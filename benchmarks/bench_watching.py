@@ -3,17 +3,21 @@ FULL_TRACE step, against the same training unwatched, in the same run.
 
 A `LocalCluster` (1 ps, 2 workers, signed messages); each worker task runs its own client
 (between-graph, asynchronous: a 100-feature linear model, batch 32, on the ps) as a
-``%%dtf_worker`` cell does. Rounds alternate: *plain* (no reports), *watched* (`tf.report`
-of loss, step and staleness after every step, and a `tf.Dashboard` in this process drawing
-them as they arrive). Reported: all workers' local steps per second. Then, on one worker,
-the median time of a plain step and of a `FULL_TRACE` step.
+``%%dtf_worker`` cell does. Rounds come in pairs: *plain* (no reports) and *watched*
+(`tf.report` of loss, step and staleness after every step, and a `tf.Dashboard` in this
+process drawing them as they arrive), in ABBA order (plain first in one pair, watched first
+in the next) so a machine that speeds up or slows down favours neither. Reported: all
+workers' local steps per second per round, the median over pairs of watched / plain, and the
+CPU this process (the notebook: collecting events, drawing) took as a share of one core.
+Then, on one worker, the median time of a plain step and of a `FULL_TRACE` step.
 
     python benchmarks/bench_watching.py
-    python benchmarks/bench_watching.py --rounds 4 --steps 12000
+    python benchmarks/bench_watching.py --pairs 10 --steps 8000 --busy-fraction 0.1
 """
 
 import argparse
 import statistics
+import time
 
 import nbdist as tf
 from nbdist.notebook import task_exec
@@ -63,38 +67,60 @@ with tf.Graph().as_default():
 """
 
 
-def one_round(cluster, steps, watched, trace=False):
+def one_round(cluster, steps, watched, trace=False, busy_fraction=None):
+    """``(all workers' steps/s, worker 0's result, this process's CPU share of a core)``."""
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(2)]
     code = f"STEPS, WATCHED, TRACE = {steps}, {watched}, {trace}\n" + CELL
-    dash = tf.Dashboard(cluster.events) if watched else None
+    options = {} if busy_fraction is None else {"busy_fraction": busy_fraction}
+    dash = tf.Dashboard(cluster.events, **options) if watched else None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         results = task_exec.run_cell(tasks, code, cluster.key, timeout_s=300)
+        cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     finally:
         if dash is not None:
             dash.stop()
-    return sum(r[0] for r in results.values()), results["worker:0"]
+    return sum(r[0] for r in results.values()), results["worker:0"], cpu_share
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=6, help="pairs of rounds (plain, watched)")
     parser.add_argument(
         "--steps", type=int, default=3000, help="timed steps per worker and round (seconds, not 0.3 s)"
     )
+    parser.add_argument(
+        "--busy-fraction", type=float, default=None, help="the dashboard's drawing budget (default: its own)"
+    )
     args = parser.parse_args()
-    rates = {False: [], True: []}
+    rates, shares, ratios = {False: [], True: []}, {False: [], True: []}, []
     with tf.LocalCluster(ps=1, worker=2) as cluster:
-        for _ in range(args.rounds):
-            for watched in (False, True):
-                rates[watched].append(one_round(cluster, args.steps, watched)[0])
-        _, (_, plain_s, traced_s) = one_round(cluster, 50, False, trace=True)
-    plain, watched = statistics.median(rates[False]), statistics.median(rates[True])
-    print("all workers' local steps/s, per round:")
+        one_round(cluster, args.steps // 4, False)  # warm-up: imports, first planning
+        for pair in range(args.pairs):
+            rate = {}
+            for watched in (False, True) if pair % 2 == 0 else (True, False):
+                rate[watched], _, share = one_round(
+                    cluster, args.steps, watched, busy_fraction=args.busy_fraction
+                )
+                rates[watched].append(rate[watched])
+                shares[watched].append(share)
+            ratios.append(rate[True] / rate[False])
+        _, (_, plain_s, traced_s), _ = one_round(cluster, 50, False, trace=True)
+    print("all workers' local steps/s, per round (pairs in ABBA order):")
     print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))
     print(
         "  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + "  (tf.report every step, dashboard on)"
     )
-    print(f"watched / plain (medians): {watched / plain:.3f}  ({(1 - watched / plain) * 100:+.1f}% cost)")
+    print("  watched / plain per pair: " + " / ".join(f"{r:.3f}" for r in ratios))
+    ratio = statistics.median(ratios)
+    print(
+        f"watched / plain (median of {len(ratios)} pairs): {ratio:.3f}  ({(1 - ratio) * 100:+.1f}% cost; "
+        f"pairs range {min(ratios):.3f}-{max(ratios):.3f})"
+    )
+    print(
+        f"this process (the notebook) used {statistics.median(shares[True]) * 100:.1f}% of a core per "
+        f"watched round, {statistics.median(shares[False]) * 100:.1f}% per plain round (medians)"
+    )
     print(
         f"one step on worker 0: plain {plain_s * 1000:.2f} ms, FULL_TRACE {traced_s * 1000:.2f} ms "
         f"({traced_s / plain_s:.2f}x)"

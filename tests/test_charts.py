@@ -110,6 +110,65 @@ def test_dashboard_figure_shows_staleness_or_dropped_only_when_reported(extra, t
     assert [line.get_label() for line in loss_ax.get_lines()] == ["/job:worker/task:0", "/job:worker/task:1"]
 
 
+def _pixels_of(png, color):
+    """How many pixels of `png` have the colour `color` ("#rrggbb")."""
+    import io
+
+    import numpy as np
+    from matplotlib.colors import to_rgb
+    from matplotlib.image import imread
+
+    rgb = imread(io.BytesIO(png), format="png")[..., :3]
+    return int(np.all(np.abs(rgb - np.array(to_rgb(color))) < 0.02, axis=-1).sum())
+
+
+def test_a_live_picture_redraws_only_the_lines_while_the_data_fit_its_limits():
+    history, plot = charts.MetricsHistory(), charts.DashboardPlot()
+    for i in range(50):
+        history.add(metric("/job:worker/task:0", i, 100.0 + i, loss=2.0 - i / 100, staleness=i % 3))
+    first = plot.png(history, "live", final=False)
+    assert plot.full_draws == 1
+    for i in range(50, 55):  # a little more time and lower loss: within the room the limits left
+        history.add(metric("/job:worker/task:0", i, 100.0 + i, loss=2.0 - i / 100, staleness=i % 3))
+    again = plot.png(history, "live", final=False)
+    assert (plot.pictures, plot.full_draws) == (2, 1)
+    blue = charts.line_colors(["/job:worker/task:0"])["/job:worker/task:0"]
+    assert _pixels_of(again, blue) > _pixels_of(first, blue) > 0  # the lines are drawn over, and longer
+
+
+def test_a_live_picture_is_drawn_whole_when_the_data_leave_its_limits_and_a_final_one_always():
+    history, plot = charts.MetricsHistory(), charts.DashboardPlot()
+    for i in range(50):
+        history.add(metric("/job:worker/task:0", i, 100.0 + i, loss=1.0))
+    plot.png(history, final=False)
+    history.add(metric("/job:worker/task:0", 50, 400.0, loss=9.0))  # far beyond both limits
+    plot.png(history, final=False)
+    assert plot.full_draws == 2
+    plot.png(history, final=True)
+    assert plot.full_draws == 3
+    fig = plot.figure(history)  # a kept picture has matplotlib's own limits
+    fresh = charts.dashboard_figure(history)
+    assert fig.axes[0].get_xlim() == pytest.approx(fresh.axes[0].get_xlim())
+    assert fig.axes[0].get_ylim() == pytest.approx(fresh.axes[0].get_ylim())
+
+
+@pytest.mark.parametrize(
+    ("current", "data", "wanted", "expected"),
+    [
+        ((0.0, 15.0), (0.0, 9.0), (-0.5, 9.5), (0.0, 15.0)),  # the data fit: kept
+        ((0.0, 15.0), (0.0, 16.0), (-0.8, 16.8), (-0.8, 25.6)),  # beyond: matplotlib's, half again
+        ((0.0, 100.0), (0.0, 9.0), (-0.5, 9.5), (-0.5, 14.5)),  # ten times too wide: tightened
+    ],
+)
+def test_live_limits_keep_still_while_the_data_fit_and_grow_with_room(current, data, wanted, expected):
+    assert charts._steady(current, data, wanted, below=0.0, above=0.5) == pytest.approx(expected)
+
+
+def test_live_limits_on_a_log_axis_grow_in_decades():
+    lo, hi = charts._steady((1.0, 10.0), (0.01, 5.0), (0.01, 10.0), below=0.25, above=0.25, log=True)
+    assert (lo, hi) == pytest.approx((10**-2.75, 10**1.75))
+
+
 def test_replicas_get_distinct_line_colours():
     colors = charts.line_colors([f"/job:worker/task:{i}" for i in range(5)])
     assert len(set(colors.values())) == 5

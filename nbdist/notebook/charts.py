@@ -13,6 +13,7 @@ HTML tables and `matplotlib.figure.Figure` out; the widgets set them as state.
 import collections
 import html
 import io
+import math
 import threading
 import time
 
@@ -172,10 +173,11 @@ def placement_figure(rows):
     return fig
 
 
-def figure_png(fig):
-    """PNG bytes of a matplotlib Figure."""
+def figure_png(fig, compress_level=None):
+    """PNG bytes of a matplotlib Figure (`compress_level`: zlib's 0-9, None: PIL's default)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    options = {} if compress_level is None else {"pil_kwargs": {"compress_level": compress_level}}
+    fig.savefig(buf, format="png", **options)
     return buf.getvalue()
 
 
@@ -199,6 +201,7 @@ class MetricsHistory:
         self.rate_window_s = rate_window_s
         self.t0 = None
         self.count = 0
+        self.names = set()  # every metric name reported so far
         self._events = {}  # task -> deque of (time, step, metrics)
 
     def add(self, event):
@@ -213,6 +216,7 @@ class MetricsHistory:
                 event.get("task") or "notebook", collections.deque(maxlen=self._max_points)
             )
             series.append((t, event.get("step"), dict(metrics)))
+            self.names.update(metrics)
             self.count += 1
         return True
 
@@ -222,10 +226,19 @@ class MetricsHistory:
             return {task: [(t - self.t0, s, m) for t, s, m in ev] for task, ev in self._events.items()}
 
     @staticmethod
-    def rates(events, window_s):
-        """``[(t, steps/s)]`` of one task's events, averaged over `window_s`."""
+    def rates(events, window_s, last_only=False):
+        """``[(t, steps/s)]`` of one task's events, averaged over `window_s` (only the latest
+        with `last_only`)."""
         out, j = [], 0
-        for i, (t, _, m) in enumerate(events):
+        first = len(events) - 1 if last_only else 0
+        if last_only and events:  # the window's first event, by bisection on the times
+            lo, hi, t_last = 0, first, events[first][0]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (mid + 1, hi) if t_last - events[mid][0] > window_s else (lo, mid)
+            j = lo
+        for i in range(first, len(events)):
+            t, _, m = events[i]
             while t - events[j][0] > window_s:
                 j += 1
             if i > j and t > events[j][0]:
@@ -249,10 +262,10 @@ class MetricsHistory:
         data = self.snapshot()
         tasks = {}
         for task, ev in sorted(data.items(), key=lambda kv: task_sort_key(kv[0])):
-            rates = self.rates(ev, self.rate_window_s)
-            losses = [m["loss"] for _, _, m in ev if "loss" in m]
+            rates = self.rates(ev, self.rate_window_s, last_only=True)
+            loss = next((m["loss"] for _, _, m in reversed(ev) if "loss" in m), None)
             tasks[task] = {
-                "loss": losses[-1] if losses else None,
+                "loss": loss,
                 "reports": len(ev),
                 "steps_per_s": rates[-1][1] if rates else None,
             }
@@ -282,75 +295,249 @@ def line_colors(tasks):
 def dashboard_figure(history, title=None):
     """A matplotlib Figure of a `MetricsHistory`: loss per replica with the global step,
     steps/s per worker, and (when reported) staleness or dropped stale gradients."""
-    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib is imported only when drawing
-
-    data = history.snapshot()
-    seen = {k for ev in data.values() for _, _, m in ev for k in m}
-    panels = ["loss", "rate"] + [p for p in ("staleness", "dropped") if p in seen]
-    fig = Figure(figsize=(3.6 * len(panels), 3.1), dpi=110, layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    ordered = sorted(data.items(), key=lambda kv: task_sort_key(kv[0]))
-    colors = line_colors(data)
-    markers = "os^vD<>p"
-    for ax, panel in zip(axes, panels):
-        for i, (task, ev) in enumerate(ordered):
-            style = {
-                "color": colors[task],
-                "marker": markers[i % len(markers)],
-                "markersize": 3,
-                "linewidth": 0 if panel == "staleness" else 1.4,
-                "label": task,
-            }
-            if panel == "rate":
-                pts = history.rates(ev, history.rate_window_s)
-            elif panel == "dropped":
-                pts, total = [], 0.0
-                for t, _, m in ev:
-                    total += m.get("dropped", 0.0)
-                    pts.append((t, total))
-            else:
-                pts = [(t, m[panel]) for t, _, m in ev if panel in m]
-            if pts:
-                ax.plot(*zip(*pts), **style)
-        ax.grid(alpha=0.3)
-        ax.set_xlabel("time (s)")
-        ax.ticklabel_format(axis="y", useOffset=False)
-    _decorate_dashboard(axes, panels, history, data)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
+    return DashboardPlot().figure(history, title)
 
 
-def _decorate_dashboard(axes, panels, history, data):
-    titles = {
-        "loss": "loss per replica",
-        "rate": "steps/s per worker",
-        "staleness": "staleness of applied gradients (async)",
-        "dropped": "dropped stale gradients (sync, cumulative)",
-    }
-    for ax, panel in zip(axes, panels):
-        ax.set_title(titles[panel], fontsize=10)
-        if panel in ("rate", "dropped"):
-            ax.set_ylim(0, max(ax.get_ylim()[1] * 1.1, 1.0))
-    loss_ax = axes[0]
-    losses = [m["loss"] for ev in data.values() for _, _, m in ev if "loss" in m]
-    if losses and min(losses) > 0 and max(losses) / min(losses) > 100:
-        loss_ax.set_yscale("log")  # spans decades: a log axis keeps late progress visible
-    steps = history.global_steps(data)
-    if steps:
-        twin = loss_ax.twinx()
-        twin.plot(*zip(*steps), color="#222222", linestyle="--", linewidth=1, label="global step")
-        twin.set_ylabel("global step", fontsize=9)
-        twin.legend(loc="upper right", fontsize=7, frameon=False)
-    if data:
-        loss_ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), fontsize=7, frameon=False, ncol=2)
-    else:
-        loss_ax.text(
-            0.5,
-            0.5,
-            "waiting for metrics…\ntf.report(step=..., loss=...)",
-            ha="center",
-            va="center",
-            transform=loss_ax.transAxes,
-            color="#777",
+_PANEL_TITLES = {
+    "loss": "loss per replica",
+    "rate": "steps/s per worker",
+    "staleness": "staleness of applied gradients (async)",
+    "dropped": "dropped stale gradients (sync, cumulative)",
+}
+_MARKERS = "os^vD<>p"
+
+
+class DashboardPlot:
+    """The dashboard's Figure, drawn again and again as metrics arrive.
+
+    A live picture is paid for by training (the notebook shares the machine's cores), so a
+    picture redoes as little as it can:
+
+    - the Figure, its axes and lines are made once per set of panels and replicas; a
+      picture sets the lines' data (at most `max_points` per line: more than a panel has
+      pixels across);
+    - a live picture keeps its axes' limits while the data fit them (they grow with room to
+      spare, and tighten when the data take much less), so most live pictures only redraw
+      the lines and the headline over the rest of the last picture (blitting: ticks, labels,
+      legends and the constrained layout that measures them are most of a picture's cost);
+    - when the limits do move, the picture is drawn whole, but laid out afresh only when
+      its tick labels got longer or shorter (the layout is half of a whole picture).
+
+    A kept picture (`figure`, or `png` with ``final``) is drawn whole, with the limits
+    matplotlib would choose.
+
+    Args:
+        max_points: points drawn per line (evenly thinned, the first and latest kept).
+    """
+
+    def __init__(self, max_points=400):
+        self.max_points = max_points
+        self.fig = None
+        self.pictures = 0
+        self.full_draws = 0  # pictures drawn whole (the others redrew the lines over the last)
+        self.layouts = 0  # whole pictures laid out afresh (the others kept the last layout)
+        self._laid_out_for = None  # the tick labels' lengths the layout was made for
+        self._shape = None
+        self._background = None  # the last whole picture without its lines and headline
+
+    def figure(self, history, title=None):
+        """The Figure showing `history` now, laid out, with matplotlib's limits (the same
+        object while the panels and replicas stay)."""
+        self._update(history, title, live=False)
+        for artist in self._animated:  # drawn with the rest (by savefig)
+            artist.set_animated(False)
+        return self.fig
+
+    def png(self, history, title=None, final=True):
+        """PNG bytes of the picture of `history` now (fast zlib: a live picture is soon replaced).
+
+        Args:
+            final: a picture to keep (drawn whole, as `figure`); False: a live picture.
+        """
+        from matplotlib.image import imsave  # noqa: PLC0415 - matplotlib is imported only when drawing
+
+        moved = self._update(history, title, live=not final)
+        for artist in self._animated:
+            artist.set_animated(True)
+        canvas = self._canvas
+        if final or moved or self._background is None:
+            labels = _tick_label_lengths(self.fig)
+            layout = final or self._background is None or labels != self._laid_out_for
+            self.fig.set_layout_engine("constrained" if layout else "none")
+            canvas.draw()  # the animated artists (lines, headline) are left out...
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+            self._laid_out_for = labels if layout else self._laid_out_for
+            self.full_draws += 1
+            self.layouts += layout
+        else:
+            canvas.restore_region(self._background)
+        renderer = canvas.get_renderer()
+        for artist in self._animated:  # (...and drawn over it here)
+            artist.draw(renderer)
+        self.pictures += 1
+        buf = io.BytesIO()
+        imsave(buf, canvas.buffer_rgba(), format="png", dpi=self.fig.dpi, pil_kwargs={"compress_level": 1})
+        return buf.getvalue()
+
+    def _update(self, history, title, live):
+        """Sets the lines' data, scales and limits; True when a limit or scale changed."""
+        data = history.snapshot()
+        ordered = sorted(data, key=task_sort_key)
+        panels = ["loss", "rate"] + [p for p in ("staleness", "dropped") if p in history.names]
+        steps = history.global_steps(data)
+        shape = (tuple(panels), tuple(ordered), bool(steps))
+        moved = shape != self._shape
+        if moved:
+            self._make(shape)
+        for ax, panel in zip(self._axes, panels):
+            for task in ordered:
+                self._lines[panel, task].set_data(*self._thin(_points(history, data[task], panel)))
+            if panel == "loss":
+                moved |= _choose_loss_scale(ax, data)
+            moved |= _rescale(ax, live, from_zero=panel in ("rate", "dropped"))
+        if self._steps_line is not None:
+            self._steps_line.set_data(*self._thin(steps))
+            moved |= _rescale(self._steps_line.axes, live, from_zero=False)
+        self._title.set_text(title or "")
+        return moved
+
+    def _thin(self, points):
+        """``(xs, ys)`` of `points` (``[(x, y)]``), at most `max_points` of them."""
+        if not points:
+            return [], []
+        if len(points) > self.max_points:
+            step = (len(points) - 1) / (self.max_points - 1)
+            points = [points[round(i * step)] for i in range(self.max_points)]
+        return tuple(zip(*points))
+
+    def _make(self, shape):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - only when drawing
+        from matplotlib.figure import Figure  # noqa: PLC0415
+
+        panels, tasks, has_steps = shape
+        self._shape = shape
+        self._background = None
+        fig = self.fig = Figure(figsize=(3.6 * len(panels), 3.1), dpi=110, layout="constrained")
+        self._canvas = FigureCanvasAgg(fig)
+        self._axes = fig.subplots(1, len(panels), squeeze=False)[0]
+        colors = line_colors(tasks)
+        self._lines = {}
+        for ax, panel in zip(self._axes, panels):
+            for i, task in enumerate(tasks):
+                (self._lines[panel, task],) = ax.plot(
+                    [],
+                    [],
+                    color=colors[task],
+                    marker=_MARKERS[i % len(_MARKERS)],
+                    markersize=3,
+                    linewidth=0 if panel == "staleness" else 1.4,
+                    label=task,
+                    animated=True,
+                )
+            ax.grid(alpha=0.3)
+            ax.set_xlabel("time (s)")
+            ax.ticklabel_format(axis="y", useOffset=False)
+            ax.set_title(_PANEL_TITLES[panel], fontsize=10)
+        loss_ax = self._axes[0]
+        self._steps_line = None
+        if has_steps:
+            twin = loss_ax.twinx()
+            (self._steps_line,) = twin.plot(
+                [], [], color="#222222", linestyle="--", linewidth=1, label="global step", animated=True
+            )
+            twin.set_ylabel("global step", fontsize=9)
+            twin.legend(loc="upper right", fontsize=7, frameon=False)
+        if tasks:
+            loss_ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), fontsize=7, frameon=False, ncol=2)
+        else:
+            loss_ax.text(
+                0.5,
+                0.5,
+                "waiting for metrics…\ntf.report(step=..., loss=...)",
+                ha="center",
+                va="center",
+                transform=loss_ax.transAxes,
+                color="#777",
+            )
+        self._title = fig.suptitle(" ", fontsize=11, animated=True)
+        self._animated = [*self._lines.values(), *([self._steps_line] if has_steps else []), self._title]
+
+
+def _tick_label_lengths(fig):
+    """The longest tick label of each axis of `fig` (what its constrained layout depends on),
+    in characters: formatted, not measured (0.3 ms, where measuring is the layout)."""
+    return tuple(
+        max(
+            (len(label) for label in axis.get_major_formatter().format_ticks(axis.get_majorticklocs())),
+            default=0,
         )
+        for ax in fig.axes
+        for axis in (ax.xaxis, ax.yaxis)
+    )
+
+
+_SLACK = 2.5  # a live picture's limits may be this many times as wide as the data's
+
+
+def _rescale(ax, live, from_zero):
+    """Sets `ax`'s limits to hold its lines; True when they changed.
+
+    A kept picture gets matplotlib's limits. A live one keeps its limits while they hold the
+    data and are at most `_SLACK` times as wide as matplotlib's; else it takes matplotlib's with
+    room to grow (half as much time again, a quarter more value on each side), so that the
+    next pictures can keep them.
+    """
+    before = (ax.get_xlim(), ax.get_ylim())
+    ax.relim()
+    ax.autoscale_view()
+    x, y = ax.get_xlim(), ax.get_ylim()
+    if from_zero:
+        y = (0.0, max(y[1] * 1.1, 1.0))
+    if live and ax.dataLim.width >= 0 and ax.dataLim.height >= 0:  # (no data: a null box)
+        log = ax.get_yscale() == "log"
+        x = _steady(before[0], ax.dataLim.intervalx, x, below=0.0, above=0.5)
+        y = _steady(before[1], ax.dataLim.intervaly, y, below=0.0 if from_zero else 0.25, above=0.25, log=log)
+    ax.set_xlim(x, auto=True)
+    ax.set_ylim(y, auto=True)
+    return (ax.get_xlim(), ax.get_ylim()) != before
+
+
+def _steady(current, data, wanted, below, above, log=False):
+    """`current` limits while they hold the `data` interval and are at most `_SLACK` times as
+    wide as `wanted`; else `wanted` widened by `below` and `above` of its span (decades on a
+    log axis)."""
+    to, back = (math.log10, lambda v: 10.0**v) if log else (float, float)
+    if log and min(*current, *data, *wanted) <= 0:
+        return wanted
+    lo, hi = to(wanted[0]), to(wanted[1])
+    clo, chi = to(current[0]), to(current[1])
+    span = hi - lo
+    if clo <= to(data[0]) and to(data[1]) <= chi and chi - clo <= _SLACK * span:
+        return current
+    return back(lo - below * span), back(hi + above * span)
+
+
+def _points(history, events, panel):
+    """``[(t, value)]`` one replica's line shows in `panel`."""
+    if panel == "rate":
+        return history.rates(events, history.rate_window_s)
+    if panel == "dropped":
+        pts, total = [], 0.0
+        for t, _, m in events:
+            total += m.get("dropped", 0.0)
+            pts.append((t, total))
+        return pts
+    return [(t, m[panel]) for t, _, m in events if panel in m]
+
+
+def _choose_loss_scale(ax, data):
+    """A log axis when the losses span decades (late progress stays visible), else linear;
+    True when it changed."""
+    losses = [m["loss"] for ev in data.values() for _, _, m in ev if "loss" in m]
+    scale = "log" if losses and min(losses) > 0 and max(losses) / min(losses) > 100 else "linear"
+    if ax.get_yscale() == scale:
+        return False
+    ax.set_yscale(scale)
+    if scale == "linear":
+        ax.ticklabel_format(axis="y", useOffset=False)
+    return True

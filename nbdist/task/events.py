@@ -8,12 +8,15 @@ are signed with the cluster key. The event format and the collecting side (`Even
 are described in `nbdist.notebook.events`.
 
 Events travel in batches (an ``Events`` message): an event after a quiet spell of
-`COALESCE_S` is sent at once, the ones that follow it within that window are held and sent
-together when it ends (by a flusher thread). A worker reporting after every one of its
-1,000 steps a second so sends some 20 messages a second, not 1,000 - each of which woke
-ZeroMQ's I/O threads in the task and in the notebook and cost the training on its cores
-(measured in docs/benchmarks.md, "What watching costs training"). What a process holds back
-is sent when it exits (`flush`; ``python -m nbdist.server`` flushes before it stops).
+`COALESCE_S` is sent at once; the ones that follow it within that window are held and go
+with the first event published after the window ends, sent by the thread that publishes it.
+A worker reporting after every one of its 1,000 steps a second so sends some 20 messages a
+second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in the notebook
+and cost the training on its cores (measured in docs/benchmarks.md, "What watching costs
+training"). Held events that no later event takes along are sent by a flusher thread within
+`TAIL_S`; it wakes a few times a second while events are held, not once per batch (a thread
+woken 40 times a second in a task cost its training steps/s). What a process holds back is
+also sent when it exits (`flush`; ``python -m nbdist.server`` flushes before it stops).
 """
 
 import atexit
@@ -33,6 +36,7 @@ SEND_HWM = 100  # messages (batches of events) queued per task before new ones a
 KINDS = ("metric", "heartbeat", "stream", "trace")
 COALESCE_S = 0.05  # events of one task within this window travel as one message...
 MAX_BATCH = 256  # ...of at most this many events
+TAIL_S = 0.2  # held events that no later event takes along are sent within this (the flusher)
 
 
 class Publisher:
@@ -55,7 +59,7 @@ class Publisher:
         self.dropped = 0  # events dropped: the socket's buffer was full
         self._pending = []  # events held until the window since the last send ends
         self._last_send = 0.0  # time.monotonic() of the last send
-        self._due = threading.Event()  # set while events are held: the flusher sends them
+        self._due = threading.Event()  # set while events are held: the flusher minds them
         self._flusher = None
         self._socket = zmq.Context.instance().socket(zmq.PUSH)
         self._socket.setsockopt(zmq.LINGER, 0)
@@ -77,11 +81,12 @@ class Publisher:
             self._pending.append(event)
             if len(self._pending) >= MAX_BATCH or time.monotonic() - self._last_send >= COALESCE_S:
                 return self._send_pending()
-            if self._flusher is None:
-                flusher = threading.Thread(target=self._flush_when_due, daemon=True, name="nbdist-events")
-                self._flusher = flusher
-                flusher.start()
-            self._due.set()
+            if not self._due.is_set():  # the first event held: the flusher minds the tail
+                if self._flusher is None:
+                    flusher = threading.Thread(target=self._flush_when_due, daemon=True, name="nbdist-events")
+                    self._flusher = flusher
+                    flusher.start()
+                self._due.set()
         return True
 
     def flush(self):
@@ -106,18 +111,14 @@ class Publisher:
     def _flush_when_due(self):  # the flusher thread
         while True:
             self._due.wait()
+            time.sleep(TAIL_S)  # (meanwhile a task still reporting sends its batches itself)
             with self._lock:
                 if self._socket is None:
                     return
-                wait_s = self._last_send + COALESCE_S - time.monotonic()
-            if wait_s > 0:
-                time.sleep(wait_s)
-            with self._lock:
-                self._due.clear()
-                if self._socket is None:
-                    return
-                if self._pending:
+                if self._pending and time.monotonic() - self._last_send >= COALESCE_S:
                     self._send_pending()
+                if not self._pending:
+                    self._due.clear()
 
     def close(self):
         """Sends what is held, then closes the socket (and so ends the flusher)."""

@@ -21,6 +21,10 @@ from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
 from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
+# The share of a core a live dashboard may draw with. Training at ~2,500 steps/s on 2 cores with
+# tf.report after every step lost ~4% of its steps/s to a dashboard at 0.05 (docs/benchmarks.md,
+# "What watching costs training"); a picture then comes every 1-4 s.
+BUSY_FRACTION = 0.05
 _VBox = _w.VBox if _w is not None else object
 
 
@@ -37,6 +41,8 @@ class Dashboard(_VBox):
             Events already in its history are shown too.
         title: the heading.
         max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
+        busy_fraction: at most this share of one core is spent drawing pictures while
+            training runs (the notebook's CPU is the training's when they share a machine).
         rate_window_s: steps/s are averaged over this window.
         subscribe: False to feed events only through `update`.
         replay: False to show only what is reported from now on (not the events the source
@@ -55,14 +61,16 @@ class Dashboard(_VBox):
         rate_window_s=3.0,
         subscribe=True,
         replay=True,
+        busy_fraction=BUSY_FRACTION,
     ):
         if _w is None:
             raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
         self.history = charts.MetricsHistory(rate_window_s=rate_window_s)
+        self.plot = charts.DashboardPlot()
         self._since = None if replay else time.time()  # events stamped earlier are not shown
         self.title_text = title
         self.redraws = 0
-        self._redrawer = Redrawer(self.flush, max_redraws_per_s, name="nbdist-dashboard")
+        self._redrawer = Redrawer(self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction)
         self._draw_lock = threading.Lock()
         self._unsubscribe = None
         self._display_id = None
@@ -77,7 +85,7 @@ class Dashboard(_VBox):
         self.add_class("nbdist-dashboard")
         if subscribe:
             self.subscribe(source)
-        self.flush()
+        self._redrawer.draw_now()  # the picture until metrics come (they wait out its pause)
 
     # -- events ------------------------------------------------------------------------------------
     def subscribe(self, source=None):
@@ -107,15 +115,15 @@ class Dashboard(_VBox):
         """Redraws now from the calling thread (sets widget state only)."""
         with self._draw_lock:
             summary = self.history.summary()
-            state = "stopped" if self._redrawer.closed else "live"
+            live = not self._redrawer.closed
+            state = "live" if live else "stopped"
             gs = summary["global_step"]
             headline = (
                 f"{self.title_text} — global step {'—' if gs is None else int(gs)}"
                 f" · {len(summary['tasks'])} replica{'' if len(summary['tasks']) == 1 else 's'}"
                 f" · {summary['events']} reports"
             )
-            fig = charts.dashboard_figure(self.history, title=headline)
-            self.png = charts.figure_png(fig)
+            self.png = self.plot.png(self.history, title=headline, final=not live)
             self.image.value = self.png
             if state == "live":
                 note = (

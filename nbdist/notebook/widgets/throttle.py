@@ -5,11 +5,11 @@ the picture out of date and returns at once. One daemon thread (started on the f
 request) calls ``draw()`` when the picture is out of date and the last draw is at least
 ``1 / max_per_s`` ago, so a burst of requests makes one draw — and after a draw it pauses
 long enough that drawing takes at most ``busy_fraction`` of the time, so watching never
-takes more than that share of a core from the training it watches. A dashboard's matplotlib
-picture takes 0.2-0.3 s of CPU to draw (three panels; most of it text layout, whatever the
-number of points): at 5 a second it would take the whole core, at a quarter of a core it
-took 5-15% of the steps/s of training on 2 cores; at a tenth (the default) it is redrawn
-every 2-3 s. ``draw`` should only set widget state (docs/testing-notebooks.md).
+takes more than that share of a core from the training it watches (a widget's first
+picture, drawn at once with `draw_now`, counts too). When training and the notebook share
+a machine's cores, a picture's CPU is the training's: a dashboard drawing at a tenth of a
+core cost training on 2 cores about twice that share of its steps/s (docs/benchmarks.md).
+``draw`` should only set widget state (docs/testing-notebooks.md).
 """
 
 import threading
@@ -40,6 +40,8 @@ class Redrawer:
 
     def request(self):
         """Marks the picture out of date (any thread; returns at once). Ignored once closed."""
+        if self._dirty:  # a picture is due and not begun: it will show what came before this
+            return
         with self._cond:
             if self.closed:
                 return
@@ -68,7 +70,12 @@ class Redrawer:
                 if self.closed:
                     return
                 self._dirty = False
-            started = time.monotonic()
-            self._draw()
-            took = time.monotonic() - started
-            self._next_draw = started + max(self.min_interval_s, took + took * self._pause_per_draw_s)
+            self.draw_now()
+
+    def draw_now(self):
+        """Draws on the calling thread now; the next draw of the thread keeps its pause after it
+        (a widget's first picture, drawn when it is made, counts against the budget too)."""
+        started = time.monotonic()
+        self._draw()
+        took = time.monotonic() - started
+        self._next_draw = started + max(self.min_interval_s, took + took * self._pause_per_draw_s)
