@@ -65,7 +65,20 @@ def test_history_keeps_metric_events_per_task_and_ignores_others():
     assert history.add(metric("/job:worker/task:0", 1, 100.0, loss=1.0))
     assert not history.add({"kind": "heartbeat", "task": "/job:worker/task:0", "time": 100.0})
     assert not history.add("not an event")
-    assert history.snapshot() == {"/job:worker/task:0": [(0.0, 1, {"loss": 1.0})]}
+    assert history.snapshot() == {"/job:worker/task:0": [(0.0, 1, {"loss": 1.0, "local_step": 1})]}
+
+
+def test_a_long_run_is_kept_whole_more_coarsely_further_back_with_exact_counts():
+    history = charts.MetricsHistory(max_points=100, rate_window_s=1.0)
+    for i in range(1000):  # 10 s at 100 reports a second, one gradient in 10 dropped
+        history.add(metric("/job:worker/task:0", i, 100.0 + i / 100, loss=1.0, dropped=float(i % 10 == 0)))
+    events = history.snapshot()["/job:worker/task:0"]
+    assert len(events) < 100
+    assert events[0][:2] == (0.0, 0) and events[-1][1] == 999  # the first and the latest
+    assert sum(m["dropped"] for _, _, m in events) == 100  # dropped gradients all counted
+    summary = history.summary()["tasks"]["/job:worker/task:0"]
+    assert summary["reports"] == 1000 and history.count == 1000
+    assert summary["steps_per_s"] == pytest.approx(100.0, rel=0.02)
 
 
 def test_steps_per_second_count_reports_in_the_window():

@@ -187,43 +187,63 @@ class MetricsHistory:
 
     An event is ``{"kind": "metric", "task": ..., "step": global step, "time": t,
     "metrics": {"loss": ..., "staleness": ..., "dropped": ..., "global_step": ...}}``.
-    Steps/s per task counts that task's reports per second (one report per local step),
-    or uses ``metrics["local_step"]`` when given.
+    Steps/s per task counts that task's reports per second (one report per local step):
+    an event without ``metrics["local_step"]`` gets the number of its task's reports so far.
+
+    A task's events are kept from the first: past `max_points`, only every other one of them
+    is kept, then every fourth, ... (evenly over the whole run, so a long or fast run is
+    still shown whole), and always the latest; a forgotten event's ``dropped`` count goes to
+    the next one kept, so that counts stay exact.
 
     Args:
-        max_points: events kept per task (the oldest are forgotten).
+        max_points: events kept per task.
         rate_window_s: the window steps/s are averaged over.
     """
 
     def __init__(self, max_points=5000, rate_window_s=3.0):
         self._lock = threading.Lock()
-        self._max_points = max_points
+        self._max_points = max(max_points, 4)
         self.rate_window_s = rate_window_s
         self.t0 = None
         self.count = 0
         self.names = set()  # every metric name reported so far
-        self._events = {}  # task -> deque of (time, step, metrics)
+        self._events = {}  # task -> list of (time, step, metrics, its number among the task's events)
+        self._reports = collections.Counter()  # task -> its events so far (kept or not)
+        self._stride = {}  # task -> keep its events number 1, 1 + stride, 1 + 2 * stride, ...
 
     def add(self, event):
         """Records `event`; returns False (ignoring it) unless it is a metric event."""
         if not isinstance(event, dict) or event.get("kind", "metric") != "metric":
             return False
-        metrics = event.get("metrics") or {}
+        metrics = dict(event.get("metrics") or {})
         t = float(event.get("time") or time.time())
+        task = event.get("task") or "notebook"
         with self._lock:
             self.t0 = t if self.t0 is None else min(self.t0, t)
-            series = self._events.setdefault(
-                event.get("task") or "notebook", collections.deque(maxlen=self._max_points)
-            )
-            series.append((t, event.get("step"), dict(metrics)))
+            self._reports[task] += 1
+            number = self._reports[task]
+            metrics.setdefault("local_step", number)
+            series = self._events.setdefault(task, [])
+            stride = self._stride.setdefault(task, 1)
+            if series and (series[-1][3] - 1) % stride:  # the last was kept only as the latest
+                _carry_dropped(series.pop()[2], metrics)
+            series.append((t, event.get("step"), metrics, number))
+            if len(series) >= self._max_points:
+                self._stride[task] = stride * 2
+                self._events[task] = _keep_every(series, stride * 2)
             self.names.update(metrics)
             self.count += 1
         return True
 
+    def reports(self, task):
+        """How many metric events `task` sent (kept or not)."""
+        with self._lock:
+            return self._reports[task]
+
     def snapshot(self):
         """``{task: [(seconds since start, step, metrics), ...]}``: a consistent copy."""
         with self._lock:
-            return {task: [(t - self.t0, s, m) for t, s, m in ev] for task, ev in self._events.items()}
+            return {task: [(t - self.t0, s, m) for t, s, m, _ in ev] for task, ev in self._events.items()}
 
     @staticmethod
     def rates(events, window_s, last_only=False):
@@ -266,11 +286,33 @@ class MetricsHistory:
             loss = next((m["loss"] for _, _, m in reversed(ev) if "loss" in m), None)
             tasks[task] = {
                 "loss": loss,
-                "reports": len(ev),
+                "reports": self.reports(task),
                 "steps_per_s": rates[-1][1] if rates else None,
             }
         steps = self.global_steps(data)
         return {"global_step": steps[-1][1] if steps else None, "tasks": tasks, "events": self.count}
+
+
+def _keep_every(series, stride):
+    """The events of `series` numbered 1, 1 + stride, ... and the latest; a forgotten event's
+    ``dropped`` count goes to the next one kept (so cumulative sums stay exact)."""
+    out, forgotten = [], {}
+    for i, (t, step, metrics, number) in enumerate(series):
+        if (number - 1) % stride and i != len(series) - 1:
+            _carry_dropped(metrics, forgotten)
+            continue
+        if forgotten:
+            metrics = dict(metrics)
+            _carry_dropped(forgotten, metrics)
+            forgotten = {}
+        out.append((t, step, metrics, number))
+    return out
+
+
+def _carry_dropped(source, target):
+    """Adds the ``dropped`` count of `source` (metrics of a forgotten event) to `target`'s."""
+    if "dropped" in source:
+        target["dropped"] = target.get("dropped", 0.0) + source["dropped"]
 
 
 _LINE_COLORS = (

@@ -35,7 +35,7 @@ def run_summary(history):
         losses = [m["loss"] for _, _, m in ev if "loss" in m]
         if losses:
             last_losses.append(losses[-1])
-        local_steps[task] = max((m.get("local_step", 0) for _, _, m in ev), default=0) or len(ev)
+        local_steps[task] = max((m.get("local_step", 0) for _, _, m in ev), default=0)
         if any("dropped" in m for _, _, m in ev):
             dropped[task] = sum(m.get("dropped", 0) for _, _, m in ev)
         staleness += [m["staleness"] for _, _, m in ev if "staleness" in m]
