@@ -85,7 +85,7 @@ class Dashboard(_VBox):
         self.add_class("nbdist-dashboard")
         if subscribe:
             self.subscribe(source)
-        self._redrawer.draw_now()  # the picture until metrics come (they wait out its pause)
+        self.flush()  # the picture until metrics come (not counted: the first of them is drawn at once)
 
     # -- events ------------------------------------------------------------------------------------
     def subscribe(self, source=None):

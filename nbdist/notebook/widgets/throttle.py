@@ -5,8 +5,7 @@ the picture out of date and returns at once. One daemon thread (started on the f
 request) calls ``draw()`` when the picture is out of date and the last draw is at least
 ``1 / max_per_s`` ago, so a burst of requests makes one draw — and after a draw it pauses
 long enough that drawing takes at most ``busy_fraction`` of the time, so watching never
-takes more than that share of a core from the training it watches (a widget's first
-picture, drawn at once with `draw_now`, counts too). When training and the notebook share
+takes more than that share of a core from the training it watches. When training and the notebook share
 a machine's cores, a picture's CPU is the training's: a dashboard drawing at a tenth of a
 core cost training on 2 cores about twice that share of its steps/s (docs/benchmarks.md).
 ``draw`` should only set widget state (docs/testing-notebooks.md).
@@ -23,8 +22,8 @@ class Redrawer:
         draw: a callable with no arguments (runs on the redrawer's thread).
         max_per_s: at most this many draws a second.
         name: the thread's name.
-        busy_fraction: at most this share of the time spent drawing (the pause after a draw
-            is at least its duration times ``1 / busy_fraction - 1``).
+        busy_fraction: at most this share of a core spent drawing (the pause after a draw is
+            at least its CPU time times ``1 / busy_fraction - 1``).
     """
 
     def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1):
@@ -70,12 +69,8 @@ class Redrawer:
                 if self.closed:
                     return
                 self._dirty = False
-            self.draw_now()
-
-    def draw_now(self):
-        """Draws on the calling thread now; the next draw of the thread keeps its pause after it
-        (a widget's first picture, drawn when it is made, counts against the budget too)."""
-        started = time.monotonic()
-        self._draw()
-        took = time.monotonic() - started
-        self._next_draw = started + max(self.min_interval_s, took + took * self._pause_per_draw_s)
+            started, cpu = time.monotonic(), time.thread_time()
+            self._draw()
+            took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
+            pause = time.monotonic() - started + took * self._pause_per_draw_s
+            self._next_draw = started + max(self.min_interval_s, pause)
