@@ -3,12 +3,13 @@ FULL_TRACE step, against the same training unwatched, in the same run.
 
 A `LocalCluster` (1 ps, 2 workers, signed messages); each worker task runs its own client
 (between-graph, asynchronous: a 100-feature linear model, batch 32, on the ps) as a
-``%%dtf_worker`` cell does. Rounds come in pairs: *plain* (no reports) and *watched*
-(`tf.report` of loss, step and staleness after every step, and a `tf.Dashboard` in this
-process drawing them as they arrive), in ABBA order (plain first in one pair, watched first
-in the next) so a machine that speeds up or slows down favours neither. Reported: all
-workers' local steps per second per round, the median over pairs of watched / plain, and the
-CPU this process (the notebook: collecting events, drawing) took as a share of one core.
+``%%dtf_worker`` cell does. A `tf.Dashboard` in this process is on all along, as in a
+notebook. Rounds come in pairs: *plain* (no reports) and *watched* (`tf.report` of loss,
+step and staleness after every step, which the dashboard draws as they arrive), in ABBA
+order (plain first in one pair, watched first in the next) so a machine that speeds up or
+slows down favours neither. Reported: all workers' local steps per second per round, the
+median over pairs of watched / plain, and the CPU this process (the notebook: collecting
+events, drawing) took as a share of one core.
 Then, on one worker, the median time of a plain step and of a `FULL_TRACE` step.
 
     python benchmarks/bench_watching.py
@@ -67,19 +68,13 @@ with tf.Graph().as_default():
 """
 
 
-def one_round(cluster, steps, watched, trace=False, busy_fraction=None):
+def one_round(cluster, steps, watched, trace=False):
     """``(all workers' steps/s, worker 0's result, this process's CPU share of a core)``."""
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(2)]
     code = f"STEPS, WATCHED, TRACE = {steps}, {watched}, {trace}\n" + CELL
-    options = {} if busy_fraction is None else {"busy_fraction": busy_fraction}
-    dash = tf.Dashboard(cluster.events, **options) if watched else None
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    try:
-        results = task_exec.run_cell(tasks, code, cluster.key, timeout_s=300)
-        cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    finally:
-        if dash is not None:
-            dash.stop()
+    results = task_exec.run_cell(tasks, code, cluster.key, timeout_s=300)
+    cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     return sum(r[0] for r in results.values()), results["worker:0"], cpu_share
 
 
@@ -94,17 +89,18 @@ def main():
     )
     args = parser.parse_args()
     rates, shares, ratios = {False: [], True: []}, {False: [], True: []}, []
+    options = {} if args.busy_fraction is None else {"busy_fraction": args.busy_fraction}
     with tf.LocalCluster(ps=1, worker=2) as cluster:
+        dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
         one_round(cluster, args.steps // 4, False)  # warm-up: imports, first planning
         for pair in range(args.pairs):
             rate = {}
             for watched in (False, True) if pair % 2 == 0 else (True, False):
-                rate[watched], _, share = one_round(
-                    cluster, args.steps, watched, busy_fraction=args.busy_fraction
-                )
+                rate[watched], _, share = one_round(cluster, args.steps, watched)
                 rates[watched].append(rate[watched])
                 shares[watched].append(share)
             ratios.append(rate[True] / rate[False])
+        dash.stop()
         _, (_, plain_s, traced_s), _ = one_round(cluster, 50, False, trace=True)
     print("all workers' local steps/s, per round (pairs in ABBA order):")
     print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))

@@ -242,3 +242,25 @@ def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_core
     redrawer.close()
     assert 1 <= len(draws) <= 2, draws
     assert all(b - a >= 1.9 for a, b in itertools.pairwise(draws)), draws
+
+
+def test_pictures_take_a_larger_share_only_while_the_machine_has_a_core_idle(monkeypatch):
+    """The budget is what training can spare: `idle_fraction` while a whole core was idle
+    since the last picture (``/proc/stat``), `busy_fraction` while the cores are busy."""
+    from nbdist.notebook.widgets import throttle
+
+    assert throttle.idle_cores((100, 200, 2), (150, 300, 2)) == 1.0  # half of 2 cores idle
+    assert throttle.idle_cores((100, 200, 2), None) is None
+    samples = iter([(0, 0, 2), (60, 100, 2), (70, 200, 2)])  # 1.2 cores idle, then 0.2
+    monkeypatch.setattr(throttle, "cpu_times", lambda: next(samples))
+    redrawer = throttle.Redrawer(lambda: None, max_per_s=5, busy_fraction=0.025, idle_fraction=0.25)
+    assert redrawer._fraction() == 0.25
+    assert redrawer._fraction() == 0.025
+    assert throttle.Redrawer(lambda: None, max_per_s=5, busy_fraction=0.1)._fraction() == 0.1
+
+
+def test_cpu_times_of_this_linux_machine():
+    from nbdist.notebook.widgets import throttle
+
+    idle, total, cores = throttle.cpu_times()
+    assert 0 <= idle <= total and cores >= 1

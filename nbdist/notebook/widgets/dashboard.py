@@ -21,10 +21,13 @@ from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
 from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
-# The share of a core a live dashboard may draw with. Training at ~2,500 steps/s on 2 cores with
-# tf.report after every step lost ~4% of its steps/s to a dashboard at 0.05 (docs/benchmarks.md,
-# "What watching costs training"); a picture then comes every 1-4 s.
-BUSY_FRACTION = 0.05
+# The share of a core a live dashboard may draw with while the machine's cores are busy, and
+# while one is idle. Training at ~2,400 steps/s on 2 cores with tf.report after every step lost
+# ~5% of its steps/s to the reports and a dashboard at 0.025 (~9% at 0.05; docs/benchmarks.md,
+# "What watching costs training"): a whole picture then comes every 5-10 s, one that only
+# redraws its lines every second or two. With a core to spare, pictures come as fast as 5 a second.
+BUSY_FRACTION = 0.025
+IDLE_FRACTION = 0.25
 _VBox = _w.VBox if _w is not None else object
 
 
@@ -41,8 +44,9 @@ class Dashboard(_VBox):
             Events already in its history are shown too.
         title: the heading.
         max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
-        busy_fraction: at most this share of one core is spent drawing pictures while
-            training runs (the notebook's CPU is the training's when they share a machine).
+        busy_fraction: at most this share of one core is spent drawing pictures while the
+            machine's cores are busy (the notebook's CPU is the training's when they share
+            them); `idle_fraction` while a whole core is idle.
         rate_window_s: steps/s are averaged over this window.
         subscribe: False to feed events only through `update`.
         replay: False to show only what is reported from now on (not the events the source
@@ -62,6 +66,7 @@ class Dashboard(_VBox):
         subscribe=True,
         replay=True,
         busy_fraction=BUSY_FRACTION,
+        idle_fraction=IDLE_FRACTION,
     ):
         if _w is None:
             raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
@@ -70,7 +75,9 @@ class Dashboard(_VBox):
         self._since = None if replay else time.time()  # events stamped earlier are not shown
         self.title_text = title
         self.redraws = 0
-        self._redrawer = Redrawer(self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction)
+        self._redrawer = Redrawer(
+            self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction, idle_fraction
+        )
         self._draw_lock = threading.Lock()
         self._unsubscribe = None
         self._display_id = None

@@ -11,6 +11,7 @@ core cost training on 2 cores about twice that share of its steps/s (docs/benchm
 ``draw`` should only set widget state (docs/testing-notebooks.md).
 """
 
+import os
 import threading
 import time
 
@@ -24,12 +25,17 @@ class Redrawer:
         name: the thread's name.
         busy_fraction: at most this share of a core spent drawing (the pause after a draw is
             at least its CPU time times ``1 / busy_fraction - 1``).
+        idle_fraction: the share used instead while the machine has a whole core idle (from
+            ``/proc/stat`` since the last draw): drawing then takes no core that training
+            uses. None: always `busy_fraction`.
     """
 
-    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1):
+    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1, idle_fraction=None):
         self._draw = draw
         self.min_interval_s = 1.0 / max_per_s
-        self._pause_per_draw_s = 1.0 / busy_fraction - 1.0
+        self.busy_fraction = busy_fraction
+        self.idle_fraction = idle_fraction
+        self._cpu_sample = cpu_times() if idle_fraction is not None else None
         self._next_draw = 0.0  # monotonic time before which no draw starts
         self._name = name
         self._cond = threading.Condition()
@@ -72,5 +78,31 @@ class Redrawer:
             started, cpu = time.monotonic(), time.thread_time()
             self._draw()
             took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
-            pause = time.monotonic() - started + took * self._pause_per_draw_s
+            pause = time.monotonic() - started + took * (1.0 / self._fraction() - 1.0)
             self._next_draw = started + max(self.min_interval_s, pause)
+
+    def _fraction(self):
+        """The share of a core drawing may take now: `idle_fraction` if a core was idle."""
+        if self.idle_fraction is None:
+            return self.busy_fraction
+        before, self._cpu_sample = self._cpu_sample, cpu_times()
+        idle = idle_cores(before, self._cpu_sample)
+        return self.idle_fraction if idle is not None and idle >= 1.0 else self.busy_fraction
+
+
+def cpu_times():
+    """``(idle, total)`` CPU time of the whole machine (``/proc/stat``'s clock ticks, summed
+    over its cores) and the number of cores; None where there is no ``/proc/stat``."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return ticks[3] + ticks[4], sum(ticks), os.cpu_count() or 1  # idle + iowait; all but guest
+
+
+def idle_cores(before, after):
+    """How many of the machine's cores were idle, on average, between two `cpu_times`."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1]) * after[2]
