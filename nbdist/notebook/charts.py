@@ -173,11 +173,10 @@ def placement_figure(rows):
     return fig
 
 
-def figure_png(fig, compress_level=None):
-    """PNG bytes of a matplotlib Figure (`compress_level`: zlib's 0-9, None: PIL's default)."""
+def figure_png(fig):
+    """PNG bytes of a matplotlib Figure."""
     buf = io.BytesIO()
-    options = {} if compress_level is None else {"pil_kwargs": {"compress_level": compress_level}}
-    fig.savefig(buf, format="png", **options)
+    fig.savefig(buf, format="png")
     return buf.getvalue()
 
 
@@ -277,9 +276,10 @@ class MetricsHistory:
                 out.append((t, g))
         return out
 
-    def summary(self):
-        """``{"global_step", "tasks": {task: {"loss", "steps_per_s", "reports"}}}`` of the latest values."""
-        data = self.snapshot()
+    def summary(self, data=None):
+        """``{"global_step", "tasks": {task: {"loss", "steps_per_s", "reports"}}}`` of the latest
+        values (of `data`, a `snapshot` already taken, when given)."""
+        data = self.snapshot() if data is None else data
         tasks = {}
         for task, ev in sorted(data.items(), key=lambda kv: task_sort_key(kv[0])):
             rates = self.rates(ev, self.rate_window_s, last_only=True)
@@ -390,15 +390,16 @@ class DashboardPlot:
             artist.set_animated(False)
         return self.fig
 
-    def png(self, history, title=None, final=True):
+    def png(self, history, title=None, final=True, data=None):
         """PNG bytes of the picture of `history` now (fast zlib: a live picture is soon replaced).
 
         Args:
             final: a picture to keep (drawn whole, as `figure`); False: a live picture.
+            data: its `snapshot`, when the caller took one already.
         """
         from matplotlib.image import imsave  # noqa: PLC0415 - matplotlib is imported only when drawing
 
-        moved = self._update(history, title, live=not final)
+        moved = self._update(history, title, live=not final, data=data)
         for artist in self._animated:
             artist.set_animated(True)
         canvas = self._canvas
@@ -421,9 +422,9 @@ class DashboardPlot:
         imsave(buf, canvas.buffer_rgba(), format="png", dpi=self.fig.dpi, pil_kwargs={"compress_level": 1})
         return buf.getvalue()
 
-    def _update(self, history, title, live):
+    def _update(self, history, title, live, data=None):
         """Sets the lines' data, scales and limits; True when a limit or scale changed."""
-        data = history.snapshot()
+        data = history.snapshot() if data is None else data
         ordered = sorted(data, key=task_sort_key)
         panels = ["loss", "rate"] + [p for p in ("staleness", "dropped") if p in history.names]
         steps = history.global_steps(data)

@@ -121,7 +121,8 @@ class Dashboard(_VBox):
     def flush(self):
         """Redraws now from the calling thread (sets widget state only)."""
         with self._draw_lock:
-            summary = self.history.summary()
+            data = self.history.snapshot()  # (one copy for the table and the picture)
+            summary = self.history.summary(data)
             live = not self._redrawer.closed
             state = "live" if live else "stopped"
             gs = summary["global_step"]
@@ -130,7 +131,7 @@ class Dashboard(_VBox):
                 f" · {len(summary['tasks'])} replica{'' if len(summary['tasks']) == 1 else 's'}"
                 f" · {summary['events']} reports"
             )
-            self.png = self.plot.png(self.history, title=headline, final=not live)
+            self.png = self.plot.png(self.history, title=headline, final=not live, data=data)
             self.image.value = self.png
             if state == "live":
                 note = (
