@@ -3,6 +3,7 @@ beside the ZeroMQ connection that says whether the peer lives. Real sockets, rea
 processes; nothing is mocked."""
 
 import os
+import queue
 import signal
 import socket
 import stat
@@ -156,8 +157,9 @@ def test_a_channel_to_a_loopback_server_takes_its_link_unless_told_not_to(monkey
         finally:
             channel.close()
         inbox = transport.Channel(address, "inbox", identity=b"nbdist-client-test")
-        try:  # a client written to through the ROUTER keeps to ZeroMQ
-            assert inbox.link is None
+        try:  # a client the server writes to unasked names its routing id on its link (Hello)
+            assert inbox.on_link
+            _wait_until(lambda: _link_named(server, b"nbdist-client-test"))
         finally:
             inbox.close()
         monkeypatch.setenv(links.LINKS_ENV, "0")
@@ -248,3 +250,49 @@ def test_a_call_over_a_link_to_a_killed_server_fails_at_once_and_a_restart_serve
             channel.close()
     finally:
         procs.stop()
+
+
+def _link_named(server, identity):
+    return identity in server._loop._link_of
+
+
+def _wait_until(condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def _sent_to(server, identity, link_only=False):
+    """What `ServingLoop.send_to` answers for a message to `identity`, run on the I/O thread."""
+    loop, done = server._loop, queue.Queue()
+    frames = loop.encode("FetchedTensors", {"run_id": 7, "task": "t", "fetches": [np.arange(3.0)]})
+    loop.post(lambda: done.put(loop.send_to(identity, frames, link_only=link_only)))
+    return done.get(timeout=10.0)
+
+
+def test_a_hello_on_a_link_routes_messages_to_that_identity_over_the_link_until_it_closes():
+    address = f"localhost:{free_port()}"
+    key = wire.new_key()
+    server = Server({"local": [address]}, "local", 0, cluster_key=key)
+    try:
+        inbox = transport.Channel(address, "inbox", key, identity=b"nbdist-client-hello")
+        _wait_until(lambda: _link_named(server, b"nbdist-client-hello"))
+        assert _sent_to(server, b"nbdist-client-hello", link_only=True)
+        assert inbox.link.wait_readable(10_000)
+        msg = wire.decode(inbox.link.take(), key)
+        assert msg["type"] == "FetchedTensors" and msg["run_id"] == 7
+        assert not inbox.socket.poll(100)  # nothing came through the ROUTER
+        # A name that could be another link's, or a Hello over ZeroMQ, is refused and counted.
+        malformed = server._loop.malformed
+        inbox.link.write(wire.encode("Hello", 1, {"identity": b"\x00link-theirs"}, key, inbox.stamp))
+        wire.send_frames(
+            inbox.socket, wire.encode("Hello", 2, {"identity": b"zmq-hello"}, key, wire.SenderStamp())
+        )
+        _wait_until(lambda: server._loop.malformed == malformed + 2)
+        assert not _link_named(server, b"\x00link-theirs") and not _link_named(server, b"zmq-hello")
+        inbox.close()  # the link goes with its name: link-only messages are not sent
+        _wait_until(lambda: not _link_named(server, b"nbdist-client-hello"))
+        assert not _sent_to(server, b"nbdist-client-hello", link_only=True)
+    finally:
+        server.stop()

@@ -40,7 +40,7 @@ _RECV_CHUNK = 256 * 1024
 # writes beyond are refused, as ZeroMQ drops messages past its high-water mark.
 MAX_BACKLOG_BYTES = 256 * 2**20
 _MAX_MESSAGE_BYTES = wire.MAX_TENSOR_BYTES + wire.MAX_HEADER_BYTES
-_readers = threading.local()  # .scratch: see `_scratch`
+_readers = threading.local()  # .scratch: see `_scratch`; .waiter: see `wait_any`
 _writers = threading.local()  # .flusher: the serving loop of this thread (it drains backlogs)
 
 
@@ -247,6 +247,24 @@ class Link:
     def _broken(self, what):
         self.close()
         return LinkError(f"{what} on the link from {self.peer}: not an nbdist peer of this version")
+
+
+def wait_any(links, timeout_ms):
+    """The open links of `links` that hold a message or have bytes to read, waiting up to
+    `timeout_ms` for one ([] if none): one thread reading several links at once."""
+    links = [link for link in links if not link.closed]
+    ready = [link for link in links if link._ready]
+    if ready or not links:
+        return ready
+    fds = tuple(link._fd for link in links)
+    cached = getattr(_readers, "waiter", None)  # (fds, poll): a thread waits on the same ones again
+    if cached is None or cached[0] != fds:
+        poll = select.poll()
+        for fd in fds:
+            poll.register(fd, select.POLLIN)
+        cached = _readers.waiter = (fds, poll)
+    readable = {fd for fd, _ in cached[1].poll(timeout_ms)}
+    return [link for link in links if link._fd in readable]
 
 
 def _scratch():

@@ -330,6 +330,13 @@ class _Step:
         self.timeout_s = msg.get("timeout_s") or DEFAULT_STEP_TIMEOUT_S
         self.deliver_to = msg.get("deliver_to")  # the client's routing id on every worker
         self.run_id = msg.get("run_id")
+        # A step run by one other task alone, for a client that reads that task's link while it
+        # waits (``completes``): the task sends the client its fetches with this step's reply
+        # meta, and tells the master only that it did (one message less on the step's path).
+        (only,) = plan.parts if len(plan.parts) == 1 else (None,)
+        completes = msg.get("completes") and self.deliver_to and not new and not self.trace
+        self.completed_by = only if completes and only != master.task_device else None
+        self.completed = False
         self.responder = responder
         self.calls = calls
         self.new = new
@@ -361,6 +368,11 @@ class _Step:
             }
             if self.deliver_to and part.fetches and task != m.task_device:
                 body.update(deliver_to=self.deliver_to, run_id=self.run_id)
+            if task == self.completed_by:
+                meta = {"step_id": self.step_id, "new_partitioning": False, "master": m.task_device}
+                order = [part.fetches.index(f) for f in self.fetches]  # the client's fetches in the part's
+                body.update(deliver_to=self.deliver_to, run_id=self.run_id)
+                body["complete"] = {"order": order, "meta": meta}
             if self.timer is None and task == m.task_device:
                 self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
             t0 = time.time()
@@ -378,6 +390,7 @@ class _Step:
             return
         if result.get("delivered"):  # sent straight to the client; it fills these positions itself
             result["fetches"] = _Delivered(len(self.plan.parts[task].fetches))
+            self.completed = bool(result.get("completed"))  # ... and it had the step's reply
         self.results[task] = (result["fetches"], result.get("stats"))
         if self.trace:
             how = {"in_process": bool(result.get("in_process")), "via": result.get("via")}
@@ -399,6 +412,8 @@ class _Step:
                 vals = [None] * len(names)
             values.update(zip(names, vals, strict=True))
         m.steps_run += 1
+        if self.completed:
+            return
         meta = {"step_id": self.step_id, "new_partitioning": self.new, "master": m.task_device}
         if direct:
             meta["direct"] = direct

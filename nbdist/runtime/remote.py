@@ -25,7 +25,7 @@ import zmq
 from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import graph_to_graph_def
-from nbdist.runtime import serving, transport, wire
+from nbdist.runtime import links, serving, transport, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
 
@@ -59,12 +59,14 @@ def parse_target(target):
 
 
 class _FetchInbox:
-    """This thread's connections to the workers, which deliver fetched tensors here."""
+    """This thread's connections to the workers, which deliver fetched tensors here: over a
+    link to a worker of this host once it has read this inbox's ``Hello``, else to the DEALER."""
 
     def __init__(self):
         self.identity = b"nbdist-client-" + os.urandom(8).hex().encode()
         self.channels = {}  # address -> Channel
         self.run_ids = itertools.count(1)
+        self._arrived = {}  # address -> FetchedTensors of the run being waited for, read early
 
     def connect(self, addresses, key):
         addresses = list(addresses)
@@ -74,14 +76,47 @@ class _FetchInbox:
             if address not in self.channels:
                 self.channels[address] = transport.Channel(address, address, key, identity=self.identity)
 
+    def on_links(self, addresses):
+        """True when the channel to every one of `addresses` is on its link."""
+        channels = self.channels
+        return all(a in channels and channels[a].on_link for a in addresses)
+
+    def read(self, address, run_id, dealer=True):
+        """Keeps what the worker at `address` delivered for `run_id` on its link (and on the
+        DEALER, unless not `dealer`): drops late deliveries of runs that gave up, and whatever
+        does not decode (not from this cluster)."""
+        channel = self.channels[address]
+        messages = []
+        while dealer and channel.socket.poll(0):
+            messages.append(channel.socket.recv_multipart(copy=False))
+        if channel.on_link:
+            with contextlib.suppress(links.LinkClosedError, links.LinkError):  # (the worker falls back)
+                messages += channel.link.take_all()
+        for frames in messages:
+            try:
+                msg = wire.decode(frames, channel.key, peer=f"the worker at {address}")
+            except wire.WireError:
+                continue
+            if msg.get("type") == "FetchedTensors" and msg.get("run_id") == run_id:
+                self._arrived[address] = msg
+
+    def completion(self, run_id, addresses):
+        """What `Channel.call` reads beside the master's link while a step runs (``also``):
+        the links to `addresses`; a worker's ``FetchedTensors`` that completes the step answers it."""
+        self._arrived.clear()
+        return _Completion(self, run_id, {self.channels[a].link: a for a in addresses})
+
     def collect(self, run_id, direct, values, address_of, timeout_s):
         """Fills ``values`` at the positions each task in `direct` delivers for `run_id`."""
         waiting = {address_of[task]: (task, positions) for task, positions in direct.items()}
         deadline = time.monotonic() + timeout_s
-        while waiting:
-            poller = zmq.Poller()
-            for address in waiting:
-                poller.register(self.channels[address].socket, zmq.POLLIN)
+        while True:
+            for address in [a for a in waiting if a in self._arrived]:
+                _, positions = waiting.pop(address)
+                for position, value in zip(positions, self._arrived.pop(address)["fetches"], strict=True):
+                    values[position] = value
+            if not waiting:
+                return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise errors.DeadlineExceededError(
@@ -90,17 +125,38 @@ class _FetchInbox:
                     f"the fetched tensors of {sorted(t for t, _ in waiting.values())} did not arrive "
                     f"within {timeout_s:.0f} s after the step finished",
                 )
-            ready = dict(poller.poll(min(100, int(remaining * 1000) + 1)))
-            for address in [a for a in waiting if self.channels[a].socket in ready]:
+            poller = zmq.Poller()
+            for address in waiting:
                 channel = self.channels[address]
-                while channel.socket.poll(0):
-                    msg = wire.decode(channel.socket.recv_multipart(copy=False), channel.key)
-                    if msg.get("type") != "FetchedTensors" or msg.get("run_id") != run_id:
-                        continue  # a late delivery of an earlier step that gave up
-                    _, positions = waiting.pop(address)
-                    for position, value in zip(positions, msg["fetches"], strict=True):
-                        values[position] = value
-                    break
+                poller.register(channel.socket, zmq.POLLIN)
+                if channel.on_link:
+                    poller.register(channel.link.fileno(), zmq.POLLIN)
+            poller.poll(min(100, int(remaining * 1000) + 1))
+            for address in waiting:
+                self.read(address, run_id)
+
+
+class _Completion:
+    """The `Channel.call` ``also`` of one step: a worker that ran the step's only partition
+    sends its fetches here with the master's reply meta (``complete``), instead of the master."""
+
+    def __init__(self, inbox, run_id, address_of_link):
+        self._inbox = inbox
+        self._run_id = run_id
+        self._address_of_link = address_of_link
+
+    @property
+    def links(self):
+        return list(self._address_of_link)
+
+    def answer(self, link):
+        address = self._address_of_link[link]
+        self._inbox.read(address, self._run_id, dealer=False)  # (a completing run comes on the link)
+        msg = self._inbox._arrived.get(address)
+        if msg is None or not isinstance(msg.get("complete"), dict):
+            return None  # (a large fetch delivered early: `collect` takes it)
+        del self._inbox._arrived[address]
+        return msg
 
 
 _inboxes = threading.local()
@@ -179,7 +235,8 @@ class RemoteBackend:
         tracing = bool(run_metadata is not None and options is not None and options.trace_level)
         timeout_s = self._timeout_s(options)
         inbox = _inbox()
-        inbox.connect(self._workers.values(), self._key)
+        workers = self._workers.values()
+        inbox.connect(workers, self._key)
         run_id = next(inbox.run_ids)
         body = {
             "handle": handle,
@@ -191,12 +248,23 @@ class RemoteBackend:
             "deliver_to": inbox.identity,
             "run_id": run_id,
         }
+        channel = self._channel()
+        also = None
+        if not tracing and getattr(channel, "on_link", False) and inbox.on_links(workers):
+            # This thread reads the workers' links while it waits for the master, so a step
+            # run by one other task alone may be completed by that task (one message less).
+            body["completes"] = True
+            also = inbox.completion(run_id, workers)
         wait_s = None if timeout_s is None else timeout_s + 5.0  # the master reports the timeout itself
         try:
-            reply = self._channel().call("RunStep", body, timeout_s=wait_s)
+            reply = channel.call("RunStep", body, timeout_s=wait_s, also=also)
         except errors.UnavailableError:
             transport.drop_channel(self.address, self._key)
             raise
+        if reply["type"] == "FetchedTensors":  # completed by the worker: the master's meta with it
+            complete = reply["complete"]
+            fetched = reply["fetches"]
+            reply = {"fetches": [fetched[i] for i in complete["order"]], "meta": complete["meta"]}
         meta = reply.get("meta", {})
         if self._config.log_device_placement and meta.get("new_partitioning"):
             for name, device in sorted(meta.get("placement", {}).items()):

@@ -286,8 +286,9 @@ class ServingLoop:
             self._dispatch([identity, *frames])
 
     def _drop_link(self, fd):
-        identity, link = self._links.pop(fd)
-        del self._link_of[identity]
+        _, link = self._links.pop(fd)
+        for identity in [i for i, f in self._link_of.items() if f == fd]:  # its own, and a Hello's
+            del self._link_of[identity]
         self._backlogged.discard(link)
         link.close()
         self._watched_changed = True
@@ -396,7 +397,22 @@ class ServingLoop:
             self.malformed += 1
             self.send_reply(identity, "Error", wire.error_body(e, self.task), e.request_id)
             return
+        if msg["type"] == "Hello":
+            self._hello(identity, msg)
+            return
         self._accept(msg, Responder(self, identity, msg.get("id", 0)))
+
+    def _hello(self, identity, msg):
+        """A link's client names the routing id its DEALER has here (``Hello {identity}``, one-way):
+        messages `send_to` that id take its link from now on. A name that could be a ZeroMQ
+        generated id or another link's (a leading zero byte), or a Hello not from a link, is
+        counted malformed and ignored."""
+        name = msg.get("identity")
+        fd = self._link_of.get(identity) if isinstance(identity, bytes) else None
+        if fd is None or not isinstance(name, bytes) or not 0 < len(name) <= 255 or name[0] == 0:
+            self.malformed += 1
+            return
+        self._link_of[name] = fd
 
     def _accept(self, msg, responder):
         """Serves a decoded request: here if it is quick (`inline`), else on the pool."""
@@ -434,8 +450,9 @@ class ServingLoop:
         except zmq.Again:  # only when the loop stopped meanwhile
             wire.discard(frames)
 
-    def send_to(self, identity, frames):
-        """Sends encoded `frames` to the peer `identity` (I/O thread only).
+    def send_to(self, identity, frames, link_only=False):
+        """Sends encoded `frames` to the peer `identity` (I/O thread only): over its link when
+        it has one here (it said ``Hello``), else through the ROUTER (not with `link_only`).
 
         Returns False when that peer is not connected (or its queue is full): the message
         is dropped, and the caller may take another path.
@@ -449,6 +466,9 @@ class ServingLoop:
                 self._drop_link(fd)
                 return False
             return True
+        if link_only:
+            wire.discard(frames)
+            return False
         self.touched(self._router)
         try:
             wire.send_frames(self._router, frames, prefix=[identity], flags=zmq.DONTWAIT)
@@ -547,8 +567,9 @@ class InProcessChannel:
         self.address = loop.address
         self.name = name or loop.address
 
-    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None):
-        """As `transport.Channel.call`: the reply message, or the error reply raised."""
+    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None, also=None):
+        """As `transport.Channel.call`: the reply message, or the error reply raised. (`also`
+        is for channels on a link; this one never is, so it is never given.)"""
         loop = self._loop
         call = _InProcessCall(loop)
         loop._in_process_calls.add(call)

@@ -133,12 +133,15 @@ class Channel:
         self.created_at = time.monotonic()
         self.local = samehost.is_loopback(address)  # large tensors go through shared memory
         self.socket.connect(samehost.connect_endpoint(address, zmq_endpoint(address)))
-        # Messages go over a link when the server has one (a client with an `identity` is
-        # written to through the server's ROUTER: ZeroMQ only). The DEALER stays connected
-        # beside it: its heartbeats and events tell whether the peer lives.
+        # Messages go over a link when the server has one. The DEALER stays connected beside
+        # it: its heartbeats and events tell whether the peer lives. A channel with an
+        # `identity` (the server writes to it unasked: fetched tensors) names it on the link
+        # first (``Hello``): such messages then come over the link too, else over the DEALER.
         self.link = None
-        if identity is None and self.local and not self.encrypted and links.enabled():
+        if self.local and not self.encrypted and links.enabled():
             self.link = links.connect(links.path_of(address), peer=f"{self.name} at {address}")
+            if self.link is not None and identity is not None:
+                self.send("Hello", {"identity": identity})
 
     def close(self):
         if self.link is not None:
@@ -288,8 +291,13 @@ class Channel:
         if not self.connected and now - max(started, self.created_at) > connect_timeout_s:
             raise self.unavailable(now - started, "no connection")
 
-    def recv_reply(self, request_id, deadline, connect_timeout_s, what):
+    def recv_reply(self, request_id, deadline, connect_timeout_s, what, also=None):
         """Waits for the reply to `request_id`; returns the decoded message.
+
+        `also` (only while this channel is on its link): other links to read while waiting,
+        one of which may bring what answers the request instead - an object with ``links``
+        and ``answer(link) -> message or None`` (a worker that completes a client's step
+        itself: `nbdist.runtime.remote`).
 
         Raises:
             UnavailableError: the peer is down or unreachable.
@@ -308,7 +316,9 @@ class Channel:
                     f"at {self.address}",
                 )
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1000)))
-            frames = self._next_reply(wait_ms, started)
+            frames, answer = self._next_reply(wait_ms, started, also)
+            if answer is not None:
+                return answer
             if frames is None:
                 continue
             msg = wire.decode(frames, self.key, peer=f"{self.name} at {self.address}")
@@ -319,25 +329,38 @@ class Channel:
                 wire.raise_error(msg)
             return msg
 
-    def _next_reply(self, wait_ms, started):
-        """The frames of the next message from the peer within `wait_ms`, or None.
+    def _next_reply(self, wait_ms, started, also=None):
+        """``(frames, None)``: the next message from the peer within `wait_ms` (frames None if
+        none came); or ``(None, message)``: what one of `also`'s links brought to answer it.
 
         Raises:
             UnavailableError: the link closed: a reply it owed will never come.
         """
         if not self.on_link:
-            return self.socket.recv_multipart(copy=False) if self.socket.poll(wait_ms) else None
+            return (self.socket.recv_multipart(copy=False) if self.socket.poll(wait_ms) else None), None
         try:
-            return self.link.take() if self.link.wait_readable(wait_ms) else None
+            if also is None:
+                return (self.link.take() if self.link.wait_readable(wait_ms) else None), None
+            for link in links.wait_any([self.link, *also.links], wait_ms):
+                if link is not self.link:
+                    answer = also.answer(link)
+                    if answer is not None:
+                        return None, answer
+                else:
+                    frames = link.take()
+                    if frames is not None:
+                        return frames, None
+            return None, None
         except (links.LinkClosedError, links.LinkError):
             raise self.unavailable(time.monotonic() - started, LOST) from None
 
-    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None):
+    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None, also=None):
+        """Sends a request and returns its reply (see `recv_reply`, which raises its errors)."""
         if connect_timeout_s is None:
             connect_timeout_s = CONNECT_TIMEOUT_S
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         request_id = self.send(msg_type, body)
-        return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}")
+        return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}", also)
 
 
 def _monitor(socket, events):

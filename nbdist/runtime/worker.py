@@ -323,20 +323,26 @@ class WorkerService:
 
     def _answer_run_graph(self, msg, responder, values, stats):
         client = msg.get("deliver_to")
-        nbytes = sum(getattr(v, "nbytes", 0) for v in values)
-        if not client or nbytes < DIRECT_FETCH_MIN_BYTES:  # small: riding on the reply costs less
+        complete = msg.get("complete")  # the master's reply meta: this run completes the client's step
+        if not client or (
+            complete is None and sum(getattr(v, "nbytes", 0) for v in values) < DIRECT_FETCH_MIN_BYTES
+        ):  # small: riding on the reply costs less
             responder.reply("RunGraphResponse", {"fetches": values, "stats": stats})
             return
         # Fetched tensors go straight to the client that asked for them (peer to peer, not
-        # relayed through the master); the master only learns that they were delivered.
+        # relayed through the master); the master only learns that they were delivered. A
+        # completing run goes only over the client's link, which the client reads meanwhile.
         loop = self.loop
-        frames = loop.encode(
-            "FetchedTensors", {"run_id": msg["run_id"], "task": self.task_device, "fetches": values}
-        )
+        body = {"run_id": msg["run_id"], "task": self.task_device, "fetches": values}
+        if complete is not None:
+            body["complete"] = complete
+        frames = loop.encode("FetchedTensors", body)
 
         def deliver():
-            delivered = loop.send_to(client, frames)
+            delivered = loop.send_to(client, frames, link_only=complete is not None)
             body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
+            if delivered and complete is not None:
+                body["completed"] = True
             responder.reply("RunGraphResponse", body)
 
         if loop.on_io_thread:
@@ -453,6 +459,7 @@ class RemoteWorker:
                     "fetches": msg["fetches"],
                     "stats": msg.get("stats"),
                     "delivered": msg.get("delivered"),
+                    "completed": msg.get("completed"),
                     "via": peers.via(self.address),
                 }
             )
