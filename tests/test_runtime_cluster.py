@@ -417,7 +417,8 @@ def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(two_t
     from nbdist.runtime import remote
 
     monkeypatch.setattr(remote, "_inboxes", threading.local())  # a client of its own
-    monkeypatch.setattr(remote._FetchInbox, "connect", lambda self, addresses, key: None)  # never connects
+    never_connects = lambda self, addresses, key, user: None  # noqa: E731
+    monkeypatch.setattr(remote._FetchInbox, "connect", never_connects)
     far, _, near = _mixed_fetches()
     with tf.Session(two_tasks.target("local", 0)) as sess:
         got = sess.run([far, near])

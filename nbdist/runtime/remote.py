@@ -67,14 +67,26 @@ class _FetchInbox:
         self.channels = {}  # address -> Channel
         self.run_ids = itertools.count(1)
         self._arrived = {}  # address -> FetchedTensors of the run being waited for, read early
+        self._users = {}  # id of an open session's backend -> the addresses it connected to
 
-    def connect(self, addresses, key):
+    def connect(self, addresses, key, user):
         addresses = list(addresses)
+        self._users[id(user)] = addresses
         if any(a not in self.channels for a in addresses):
             transport.evict_gone(self.channels, keep=addresses)
         for address in addresses:
             if address not in self.channels:
                 self.channels[address] = transport.Channel(address, address, key, identity=self.identity)
+
+    def release(self, user):
+        """`user`'s session closed: closes the connections no other open session of this thread
+        uses (a link to a worker holds a socket until closed, even after the worker is gone)."""
+        if self._users.pop(id(user), None) is None:
+            return
+        needed = {a for addresses in self._users.values() for a in addresses}
+        for address in [a for a in self.channels if a not in needed]:
+            self.channels.pop(address).close()
+            self._arrived.pop(address, None)
 
     def on_links(self, addresses):
         """True when the channel to every one of `addresses` is on its link."""
@@ -236,7 +248,7 @@ class RemoteBackend:
         timeout_s = self._timeout_s(options)
         inbox = _inbox()
         workers = self._workers.values()
-        inbox.connect(workers, self._key)
+        inbox.connect(workers, self._key, self)
         run_id = next(inbox.run_ids)
         body = {
             "handle": handle,
@@ -277,6 +289,7 @@ class RemoteBackend:
         return values
 
     def close(self):
+        _inbox().release(self)
         if self._handle is None:
             return
         handle, self._handle = self._handle, None

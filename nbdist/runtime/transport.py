@@ -305,8 +305,13 @@ class Channel:
             The remote error's class, if the reply is an error.
         """
         started = time.monotonic()
+        # A connected link reports its peer's exit itself (the link closes): the connection's
+        # events are read after a wait that brought nothing (a silent peer), not before the first.
+        quiet = not (self.connected and self.on_link)
         while True:
-            self.check_alive(started, connect_timeout_s)
+            if quiet:
+                self.check_alive(started, connect_timeout_s)
+            quiet = True
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise errors.DeadlineExceededError(
