@@ -445,3 +445,73 @@ def test_fifty_extensions_leave_a_bounded_number_of_partitions_on_the_workers(tw
     assert counts[1] == 1 and counts[0] <= 1, counts
     # Closing the session deregisters those too.
     assert [_graphs_registered(two_tasks, "local", t) for t in (0, 1)] == [0, 0]
+
+
+def _steps_completed(procs, job, index):
+    channel = transport.channel_to(procs.address(job, index), f"/job:{job}/task:{index}", wire.default_key())
+    return channel.call("Status", {}, timeout_s=10.0)["steps_completed"]
+
+
+def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(two_tasks):
+    """The worker sends the client its fetches with the master's reply (one message less);
+    repeated and reordered fetches, a targets-only step and an error all come back as before."""
+    with tf.device("/job:local/task:1"):
+        a = tf.constant([1.0, 2.0], name="a") * 2.0
+        b = a + 1.0
+        counter = tf.Variable(0, name="counter")
+        bump = counter.assign_add(1)
+        fed = tf.placeholder(tf.float32, name="fed")
+        shaped = tf.reshape(fed, [2]) * 3.0
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        sess.run(counter.initializer)
+        before = _steps_completed(two_tasks, "local", 1)
+        for _ in range(5):
+            got = sess.run([b, a, b])
+            np.testing.assert_array_equal(got[0], [3.0, 5.0])
+            np.testing.assert_array_equal(got[1], [2.0, 4.0])
+            np.testing.assert_array_equal(got[2], [3.0, 5.0])
+            assert sess.run({"bumped": bump})["bumped"] >= 1
+            assert sess.run(bump.op) is None  # targets only
+            np.testing.assert_array_equal(sess.run(shaped, {fed: [1.0, 2.0]}), [3.0, 6.0])
+        assert sess.run(counter) == 10
+        # an error of the worker's partition still reaches the client through the master
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"/job:local/replica:0/task:1"):
+            sess.run(shaped, {fed: [1.0, 2.0, 3.0]})
+        np.testing.assert_array_equal(sess.run(shaped, {fed: [2.0, 2.0]}), [6.0, 6.0])
+        completed = _steps_completed(two_tasks, "local", 1) - before
+    # 5 rounds of 4 signatures: the first step of each signature plans it, through the master
+    assert 4 * 4 <= completed <= 4 * 5 + 2, completed
+
+
+def test_a_step_answered_by_its_worker_times_out_then_runs_again(two_tasks):
+    with tf.device("/job:local/task:1"):
+        queue = tf.FIFOQueue(4, tf.float32, shapes=[], name="q")
+        enqueue = queue.enqueue(5.0)
+        dequeue = queue.dequeue()
+    with tf.Session(two_tasks.target("local", 0)) as sess:
+        for _ in range(2):
+            sess.run(enqueue)
+            assert sess.run(dequeue) == 5.0
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=500))
+        sess.run(enqueue)
+        assert sess.run(dequeue) == 5.0
+    assert _steps_completed(two_tasks, "local", 1) >= 2
+
+
+@pytest.fixture
+def two_tasks_without_links(monkeypatch):
+    monkeypatch.setenv("NBDIST_LINKS", "0")
+    procs = ServerProcs(cluster_dict(local=2))
+    yield procs
+    procs.stop()
+
+
+def test_without_links_the_master_answers_every_step(two_tasks_without_links):
+    procs = two_tasks_without_links
+    with tf.device("/job:local/task:1"):
+        a = tf.constant([1.0, 2.0], name="a") * 2.0
+    with tf.Session(procs.target("local", 0)) as sess:
+        for _ in range(5):
+            np.testing.assert_array_equal(sess.run([a, a]), [[2.0, 4.0], [2.0, 4.0]])
+    assert _steps_completed(procs, "local", 1) == 0

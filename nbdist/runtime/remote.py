@@ -12,6 +12,11 @@ cluster (with a routing id of its own), and a worker whose partition produced a 
 sends it straight here (`FetchedTensors`) instead of through the master; the master's
 `RunStep` reply says which fetches to expect from which task. When a worker cannot
 reach the client, it hands the tensors to the master, which relays them as before.
+
+A step whose only partition runs on another task is answered by that task: while this
+thread waits for the master it also reads its links to the workers (`_Completion`), and the
+worker sends the fetches there with the master's reply meta (``RunStep`` ``completes``).
+A closed session releases the connections no other open session of its thread uses.
 """
 
 import contextlib

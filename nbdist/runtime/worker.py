@@ -76,6 +76,7 @@ class WorkerService:
         self._incarnation = os.urandom(4).hex()
         self._lock = threading.Lock()
         self.steps_run = 0
+        self.steps_completed = 0  # client steps this task answered itself (a RunGraph's ``complete``)
         self.steps_parked = 0  # runs on the I/O thread that waited for a tensor without a thread
         self._running = set()  # StepContexts in flight (`cancel_running` ends their waits)
         # A straggler, on purpose: every partition this task runs waits this long first
@@ -250,6 +251,7 @@ class WorkerService:
             "task": self.task_device,
             "pid": os.getpid(),
             "steps_run": self.steps_run,
+            "steps_completed": self.steps_completed,
             "steps_parked": self.steps_parked,
             "tensors_held": self.rendezvous.held(),
             "graphs_registered": len(self._plans),
@@ -343,6 +345,7 @@ class WorkerService:
             body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
             if delivered and complete is not None:
                 body["completed"] = True
+                self.steps_completed += 1
             responder.reply("RunGraphResponse", body)
 
         if loop.on_io_thread:
