@@ -38,7 +38,9 @@ def _take(link, timeout_s=10.0):
 def test_a_link_carries_messages_whole_and_in_order_however_the_bytes_arrive():
     a, b = _pair()
     try:
+        # one-frame messages (written as one buffer) among three-frame ones, interleaved
         sent = [[b"head-%d" % i, b"", bytes(range(i % 256)) * 3] for i in range(500)]
+        sent[::2] = [[b"small-%d" % i + bytes(range(i % 256)) * 40] for i in range(250)]
         received = []
         reader = threading.Thread(target=lambda: received.extend(_take(b) for _ in sent))
         reader.start()

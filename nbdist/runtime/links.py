@@ -34,6 +34,9 @@ from nbdist.runtime import samehost, wire
 
 LINKS_ENV = "NBDIST_LINKS"  # "0": every message goes over ZeroMQ
 _COUNT = struct.Struct("<I")
+_ONE_FRAME = struct.Struct("<IQ")  # the head of a message of one frame (most messages)
+_SMALL = 64 * 1024  # a one-frame message up to this size is written as one buffer
+_LENGTHS = [struct.Struct(f"<{n}Q") for n in range(9)]  # the lengths of n frames, for small n
 _MAX_IOV = 512  # parts per sendmsg (the kernel's IOV_MAX is 1024)
 _RECV_CHUNK = 256 * 1024
 # A link whose reader stops reading (a client thread that left) holds at most this much for it;
@@ -107,19 +110,35 @@ class Link:
         """
         if self.closed:
             raise LinkClosedError(f"the link to {self.peer} is closed")
-        buffers = [memoryview(f.buffer if hasattr(f, "buffer") else f).cast("B") for f in frames]
-        head = _COUNT.pack(len(buffers)) + struct.pack(f"<{len(buffers)}Q", *(b.nbytes for b in buffers))
-        size = len(head) + sum(b.nbytes for b in buffers)
-        if self._backlog + size > MAX_BACKLOG_BYTES:  # its reader is stuck: give the link up
-            backlog = self._backlog
-            self.close()
-            raise LinkClosedError(f"the link to {self.peer} held {backlog} bytes its peer did not read")
-        self._out.append(memoryview(head))
-        self._out.extend(b for b in buffers if b.nbytes)
-        self._backlog += size
-        self.send_some()
-        if not self._out:
-            return
+        if len(frames) == 1 and not self._out and type(frames[0]) is bytes and len(frames[0]) <= _SMALL:
+            # A small message (one frame, a header) with nothing queued before it: one buffer,
+            # one send (a copy of a few hundred bytes costs less than building a gather list).
+            data = _ONE_FRAME.pack(1, len(frames[0])) + frames[0]
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as e:
+                self.close()
+                raise LinkClosedError(f"the link to {self.peer} broke: {e.strerror or e}") from None
+            if sent == len(data):
+                return
+            self._out.append(memoryview(data)[sent:])
+            self._backlog += len(data) - sent
+        else:
+            buffers = [memoryview(f.buffer if hasattr(f, "buffer") else f).cast("B") for f in frames]
+            head = _COUNT.pack(len(buffers)) + struct.pack(f"<{len(buffers)}Q", *(b.nbytes for b in buffers))
+            size = len(head) + sum(b.nbytes for b in buffers)
+            if self._backlog + size > MAX_BACKLOG_BYTES:  # its reader is stuck: give the link up
+                backlog = self._backlog
+                self.close()
+                raise LinkClosedError(f"the link to {self.peer} held {backlog} bytes its peer did not read")
+            self._out.append(memoryview(head))
+            self._out.extend(b for b in buffers if b.nbytes)
+            self._backlog += size
+            self.send_some()
+            if not self._out:
+                return
         flusher = getattr(_writers, "flusher", None)
         if flusher is not None:
             flusher(self)
@@ -213,36 +232,49 @@ class Link:
                 if self._ready:
                     return  # hand out what arrived whole; the next read says closed
                 raise LinkClosedError(f"{self.peer} closed the link")
+            if not self._in and n < _RECV_CHUNK:  # (the usual turn: whole messages, read at once)
+                with scratch[:n] as got:
+                    used = self._parse_from(got)
+                    self._in += got[used:]
+                return
             self._in += scratch[:n]
             if n < _RECV_CHUNK:
                 break
         self._parse()
 
     def _parse(self):
-        buf, pos = self._in, 0
+        pos = 0
         try:
-            while len(buf) - pos >= _COUNT.size:
-                (n,) = _COUNT.unpack_from(buf, pos)
+            pos = self._parse_from(self._in)
+        finally:
+            del self._in[:pos]
+
+    def _parse_from(self, buf):
+        """Moves the whole messages at the start of `buf` to `_ready`; returns the bytes they took."""
+        pos, size = 0, len(buf)
+        with memoryview(buf) as view:
+            while size - pos >= _COUNT.size:
+                (n,) = _COUNT.unpack_from(view, pos)
                 if not 1 <= n <= wire.MAX_FRAMES + 1:
                     raise self._broken(f"a message of {n} frames")
                 start = pos + _COUNT.size + 8 * n
-                if len(buf) < start:
+                if size < start:
                     break
-                lengths = struct.unpack_from(f"<{n}Q", buf, pos + _COUNT.size)
+                lengths = (_LENGTHS[n] if n < len(_LENGTHS) else struct.Struct(f"<{n}Q")).unpack_from(
+                    view, pos + _COUNT.size
+                )
                 total = sum(lengths)
                 if total > _MAX_MESSAGE_BYTES:
                     raise self._broken(f"a message of {total} bytes")
-                if len(buf) - start < total:
+                if size - start < total:
                     break
-                with memoryview(buf) as view:
-                    frames = []
-                    for length in lengths:
-                        frames.append(view[start : start + length].tobytes())
-                        start += length
+                frames = []
+                for length in lengths:
+                    frames.append(view[start : start + length].tobytes())
+                    start += length
                 self._ready.append(frames)
                 pos = start
-        finally:
-            del buf[:pos]
+        return pos
 
     def _broken(self, what):
         self.close()
