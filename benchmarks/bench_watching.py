@@ -1,19 +1,22 @@
 """What watching costs training: `tf.report` at every step with the live dashboard on, and a
-FULL_TRACE step, against the same training unwatched, in the same run.
+FULL_TRACE step, against the same training unwatched, in the same run; asynchronous and
+synchronous training.
 
 A `LocalCluster` (1 ps, 2 workers, signed messages); each worker task runs its own client
-(between-graph, asynchronous: a 100-feature linear model, batch 32, on the ps) as a
-``%%dtf_worker`` cell does. A `tf.Dashboard` in this process is on all along, as in a
-notebook. Rounds come in pairs: *plain* (no reports) and *watched* (`tf.report` of loss,
-step and staleness after every step, which the dashboard draws as they arrive), in ABBA
-order (plain first in one pair, watched first in the next) so a machine that speeds up or
-slows down favours neither. Reported: all workers' local steps per second per round, the
+(between-graph: a 100-feature linear model, batch 32, on the ps) as a ``%%dtf_worker`` cell
+does: *async* (plain gradient descent, each worker at its own pace) and *sync*
+(`SyncReplicasOptimizer`, 2 of 2, in a `MonitoredTrainingSession`). A `tf.Dashboard` in this
+process is on all along, as in a notebook. Rounds come in pairs: *plain* (no reports) and
+*watched* (`tf.report` after every step - loss, step and, async, staleness - which the
+dashboard draws as they arrive), in ABBA order (plain first in one pair, watched first in
+the next) so a machine that speeds up or slows down favours neither. Reported per mode: the
+steps per second of each round (async: all workers' local steps; sync: global steps), the
 median over pairs of watched / plain, and the CPU this process (the notebook: collecting
-events, drawing) took as a share of one core.
-Then, on one worker, the median time of a plain step and of a `FULL_TRACE` step.
+events, drawing) took as a share of one core. Then, on one worker, the median time of a
+plain step and of a `FULL_TRACE` step.
 
-    python benchmarks/bench_watching.py
-    python benchmarks/bench_watching.py --pairs 10 --steps 8000 --busy-fraction 0.1
+    python benchmarks/bench_watching.py                      # both modes, 10 pairs each
+    python benchmarks/bench_watching.py --modes async --pairs 10 --steps 8000 --busy-fraction 0.1
 """
 
 import argparse
@@ -68,41 +71,76 @@ with tf.Graph().as_default():
 """
 
 
-def one_round(cluster, steps, watched, trace=False):
-    """``(all workers' steps/s, worker 0's result, this process's CPU share of a core)``."""
+# Synchronous: each worker times its steps after its 20th (the first waits for every replica)
+# and reports global steps per second over that window. The chief stops at its last step and
+# closes the token queue, so the other worker stops too; `Session.reset` between rounds gives
+# each round fresh variables, accumulators and token queue.
+SYNC_CELL = """
+import time
+import numpy as np
+with tf.Graph().as_default():
+    setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)
+    with tf.device(setter):
+        rng = np.random.RandomState(task_index)
+        x = tf.placeholder(tf.float32, [32, 100])
+        y = tf.placeholder(tf.float32, [32, 1])
+        w = tf.get_variable("w", [100, 1], initializer=tf.zeros_initializer())
+        step = tf.train.get_or_create_global_step()
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = tf.train.SyncReplicasOptimizer(
+            tf.train.GradientDescentOptimizer(0.01), replicas_to_aggregate=2, total_num_replicas=2
+        )
+        train = opt.minimize(loss, global_step=step)
+    hooks = [opt.make_session_run_hook(task_index == 0), tf.train.StopAtStepHook(last_step=STEPS + 20)]
+    xs = rng.normal(size=(32, 100)).astype(np.float32)
+    feed = {x: xs, y: xs.sum(1, keepdims=True)}
+    local, began, first = 0, None, None
+    chief = task_index == 0
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=chief, hooks=hooks) as sess:
+        while not sess.should_stop():
+            _, l, s = sess.run([train, loss, step], feed)
+            local += 1
+            if local == 20:
+                began, first = time.perf_counter(), int(s)
+            elif local > 20 and WATCHED:
+                tf.report(step=int(s), loss=float(l), local_step=local)
+        last = int(s)
+(((last - first) / (time.perf_counter() - began)) if began else 0.0, None, None)
+"""
+
+
+def one_round(cluster, mode, steps, watched, trace=False):
+    """``(steps/s, worker 0's result, this process's CPU share of a core)``: async, all
+    workers' local steps/s; sync, global steps/s (the mean of the workers' figures)."""
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(2)]
-    code = f"STEPS, WATCHED, TRACE = {steps}, {watched}, {trace}\n" + CELL
+    code = f"STEPS, WATCHED, TRACE = {steps}, {watched}, {trace}\n" + (CELL if mode == "async" else SYNC_CELL)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     results = task_exec.run_cell(tasks, code, cluster.key, timeout_s=300)
     cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    return sum(r[0] for r in results.values()), results["worker:0"], cpu_share
+    rates = [r[0] for r in results.values()]
+    if mode == "sync":
+        tf.Session.reset(cluster.target("worker", 0))  # the next round starts from scratch
+        return statistics.mean(rates), results["worker:0"], cpu_share
+    return sum(rates), results["worker:0"], cpu_share
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=6, help="pairs of rounds (plain, watched)")
-    parser.add_argument(
-        "--steps", type=int, default=3000, help="timed steps per worker and round (seconds, not 0.3 s)"
-    )
-    parser.add_argument(
-        "--busy-fraction", type=float, default=None, help="the dashboard's drawing budget (default: its own)"
-    )
-    args = parser.parse_args()
+def measure(cluster, mode, pairs, steps):
+    """Pairs of rounds in ABBA order: ``(rates {watched: [...]}, shares {...}, ratios)``."""
     rates, shares, ratios = {False: [], True: []}, {False: [], True: []}, []
-    options = {} if args.busy_fraction is None else {"busy_fraction": args.busy_fraction}
-    with tf.LocalCluster(ps=1, worker=2) as cluster:
-        dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
-        one_round(cluster, args.steps // 4, False)  # warm-up: imports, first planning
-        for pair in range(args.pairs):
-            rate = {}
-            for watched in (False, True) if pair % 2 == 0 else (True, False):
-                rate[watched], _, share = one_round(cluster, args.steps, watched)
-                rates[watched].append(rate[watched])
-                shares[watched].append(share)
-            ratios.append(rate[True] / rate[False])
-        dash.stop()
-        _, (_, plain_s, traced_s), _ = one_round(cluster, 50, False, trace=True)
-    print("all workers' local steps/s, per round (pairs in ABBA order):")
+    one_round(cluster, mode, steps // 4, False)  # warm-up: imports, first planning
+    for pair in range(pairs):
+        rate = {}
+        for watched in (False, True) if pair % 2 == 0 else (True, False):
+            rate[watched], _, share = one_round(cluster, mode, steps, watched)
+            rates[watched].append(rate[watched])
+            shares[watched].append(share)
+        ratios.append(rate[True] / rate[False])
+    return rates, shares, ratios
+
+
+def print_mode(mode, rates, shares, ratios):
+    unit = "all workers' local steps/s" if mode == "async" else "global steps/s"
+    print(f"{mode}: {unit}, per round (pairs in ABBA order):")
     print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))
     print(
         "  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + "  (tf.report every step, dashboard on)"
@@ -110,13 +148,43 @@ def main():
     print("  watched / plain per pair: " + " / ".join(f"{r:.3f}" for r in ratios))
     ratio = statistics.median(ratios)
     print(
-        f"watched / plain (median of {len(ratios)} pairs): {ratio:.3f}  ({(1 - ratio) * 100:+.1f}% cost; "
+        f"  watched / plain (median of {len(ratios)} pairs): {ratio:.3f}  ({(1 - ratio) * 100:+.1f}% cost; "
         f"pairs range {min(ratios):.3f}-{max(ratios):.3f})"
     )
     print(
-        f"this process (the notebook) used {statistics.median(shares[True]) * 100:.1f}% of a core per "
+        f"  this process (the notebook) used {statistics.median(shares[True]) * 100:.1f}% of a core per "
         f"watched round, {statistics.median(shares[False]) * 100:.1f}% per plain round (medians)"
     )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="async,sync", help="comma-separated: async, sync")
+    parser.add_argument("--pairs", type=int, default=10, help="pairs of rounds (plain, watched) per mode")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=6000,
+        help="timed steps per worker and round, async (sync: half as many global steps); seconds, not 0.3 s",
+    )
+    parser.add_argument(
+        "--busy-fraction", type=float, default=None, help="the dashboard's drawing budget (default: its own)"
+    )
+    args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in ("async", "sync") for m in modes):
+        parser.error(f"--modes takes async and/or sync, got {args.modes!r}")
+    options = {} if args.busy_fraction is None else {"busy_fraction": args.busy_fraction}
+    results = {}
+    with tf.LocalCluster(ps=1, worker=2) as cluster:
+        dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
+        for mode in modes:
+            steps = args.steps if mode == "async" else args.steps // 2
+            results[mode] = measure(cluster, mode, args.pairs, steps)
+        dash.stop()
+        _, (_, plain_s, traced_s), _ = one_round(cluster, "async", 50, False, trace=True)
+    for mode in modes:
+        print_mode(mode, *results[mode])
     print(
         f"one step on worker 0: plain {plain_s * 1000:.2f} ms, FULL_TRACE {traced_s * 1000:.2f} ms "
         f"({traced_s / plain_s:.2f}x)"

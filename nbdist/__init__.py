@@ -127,5 +127,6 @@ def __getattr__(name):
     if module is not None:
         import importlib  # noqa: PLC0415
 
-        return getattr(importlib.import_module(module), name)
+        value = globals()[name] = getattr(importlib.import_module(module), name)  # (later uses skip this)
+        return value
     return _unsupported("tf", name)
