@@ -127,6 +127,5 @@ def __getattr__(name):
     if module is not None:
         import importlib  # noqa: PLC0415
 
-        value = globals()[name] = getattr(importlib.import_module(module), name)  # (later uses skip this)
-        return value
+        return getattr(importlib.import_module(module), name)
     return _unsupported("tf", name)
