@@ -26,7 +26,8 @@ import time
 import nbdist as tf
 from nbdist.notebook import task_exec
 
-CELL = """
+# The model both modes train (a cell's beginning: the graph, under the device setter).
+MODEL = """
 import time
 import numpy as np
 with tf.Graph().as_default():
@@ -38,7 +39,11 @@ with tf.Graph().as_default():
         w = tf.get_variable("w", [100, 1], initializer=tf.zeros_initializer())
         step = tf.train.get_or_create_global_step()
         loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
+"""
+
+CELL = (
+    MODEL
+    + """        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
         stale = tf.train.staleness.of(train)
     with tf.Session(server.target) as sess:
         if task_index == 0:
@@ -69,25 +74,16 @@ with tf.Graph().as_default():
                 traced.append(time.perf_counter() - t)
 (rate, float(np.median(plain)) if plain else None, float(np.median(traced)) if traced else None)
 """
+)
 
 
 # Synchronous: each worker times its steps after its 20th (the first waits for every replica)
 # and reports global steps per second over that window. The chief stops at its last step and
 # closes the token queue, so the other worker stops too; `Session.reset` between rounds gives
 # each round fresh variables, accumulators and token queue.
-SYNC_CELL = """
-import time
-import numpy as np
-with tf.Graph().as_default():
-    setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)
-    with tf.device(setter):
-        rng = np.random.RandomState(task_index)
-        x = tf.placeholder(tf.float32, [32, 100])
-        y = tf.placeholder(tf.float32, [32, 1])
-        w = tf.get_variable("w", [100, 1], initializer=tf.zeros_initializer())
-        step = tf.train.get_or_create_global_step()
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        opt = tf.train.SyncReplicasOptimizer(
+SYNC_CELL = (
+    MODEL
+    + """        opt = tf.train.SyncReplicasOptimizer(
             tf.train.GradientDescentOptimizer(0.01), replicas_to_aggregate=2, total_num_replicas=2
         )
         train = opt.minimize(loss, global_step=step)
@@ -107,6 +103,7 @@ with tf.Graph().as_default():
         last = int(s)
 (((last - first) / (time.perf_counter() - began)) if began else 0.0, None, None)
 """
+)
 
 
 def one_round(cluster, mode, steps, watched, trace=False):
