@@ -307,11 +307,11 @@ class Channel:
         started = time.monotonic()
         # A connected link reports its peer's exit itself (the link closes): the connection's
         # events are read after a wait that brought nothing (a silent peer), not before the first.
-        quiet = not (self.connected and self.on_link)
+        check = not (self.connected and self.on_link)
         while True:
-            if quiet:
+            if check:
                 self.check_alive(started, connect_timeout_s)
-            quiet = True
+            check = True
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise errors.DeadlineExceededError(

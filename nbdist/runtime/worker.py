@@ -537,22 +537,20 @@ class _ParkedRun:
             self.finish(None)
 
     def finish(self, error):
-        service, ctx = self.service, self.ctx
         self.over = True
-        if error is None and ctx.trace is None:
-            # The answer first: what is left here is bookkeeping, and off the step's path.
-            service.steps_run += 1
+        if error is not None:
+            self._release()
+            self.on_error(error)
+            return
+        self.service.steps_run += 1
+        if self.ctx.trace is None:  # the answer first: what is left is bookkeeping, off the step's path
             try:
                 self.on_done(self.run.fetched(), None)
             finally:
                 self._release()
             return
         transfers = self._release()
-        if error is not None:
-            self.on_error(error)
-            return
-        service.steps_run += 1
-        self.on_done(self.run.fetched(), service._stats(ctx, self.began, transfers))
+        self.on_done(self.run.fetched(), self.service._stats(self.ctx, self.began, transfers))
 
     def _release(self):
         """Forgets the finished run everywhere it was parked or counted; returns its transfers."""
