@@ -115,6 +115,8 @@ _NOTEBOOK_NAMES = {
     "Playground": "nbdist.notebook.widgets",
     "export_chrome_trace": "nbdist.notebook.trace",
 }
+# nbdist's own names beside TF's (tests/test_facade.py checks that every other name is TF's).
+_NBDIST_ADDITIONS = [*_NOTEBOOK_NAMES]  # (`tuple` here is tf.tuple)
 _MODULES = ("export",)  # tf.export: graduation to real TensorFlow (imports TensorFlow on use)
 
 
@@ -127,5 +129,8 @@ def __getattr__(name):
     if module is not None:
         import importlib  # noqa: PLC0415
 
-        return getattr(importlib.import_module(module), name)
+        # Bound here once loaded: `tf.report` after every training step must not come through
+        # this hook (a failed attribute lookup costs microseconds: docs/benchmarks.md).
+        value = globals()[name] = getattr(importlib.import_module(module), name)
+        return value
     return _unsupported("tf", name)

@@ -20,6 +20,7 @@ also sent when it exits (`flush`; ``python -m nbdist.server`` flushes before it 
 """
 
 import atexit
+import collections
 import numbers
 import os
 import threading
@@ -53,13 +54,14 @@ class Publisher:
         self.task = task
         self._key = key
         self._stamp = wire.SenderStamp()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # sending: stamped and sent in order, by one thread at a time
         self.sent = 0  # events handed to the socket
         self.messages = 0  # the messages (batches) they went in
         self.dropped = 0  # events dropped: the socket's buffer was full
-        self._pending = []  # events held until the window since the last send ends
+        self._pending = collections.deque()  # events held until the window since the last send ends
         self._last_send = 0.0  # time.monotonic() of the last send
-        self._due = threading.Event()  # set while events are held: the flusher minds them
+        self._held = False  # the flusher minds held events (it is woken, or awake)
+        self._wake = threading.Event()  # wakes the flusher
         self._flusher = None
         self._socket = zmq.Context.instance().socket(zmq.PUSH)
         self._socket.setsockopt(zmq.LINGER, 0)
@@ -70,65 +72,87 @@ class Publisher:
         """Sends `event` (its ``task`` filled in), at once after a quiet spell of `COALESCE_S`,
         else with the others of its window when the window ends.
 
+        The training thread calls this after every step, and a step's other work leaves its
+        code and data cold in the CPU's caches: a call costs several times what it costs in a
+        tight loop, so an event that is held (most are) takes no lock and calls nothing but
+        the clock - appending to a deque is atomic - and the thread that sends takes the lock.
+
         Returns:
             True if it was sent or is held to be sent; False if it was dropped (the socket's
             buffer was full, or the publisher is closed).
         """
-        event.setdefault("task", self.task)
-        with self._lock:
-            if self._socket is None:
-                return False
-            self._pending.append(event)
-            if len(self._pending) >= MAX_BATCH or time.monotonic() - self._last_send >= COALESCE_S:
-                return self._send_pending()
-            if not self._due.is_set():  # the first event held: the flusher minds the tail
-                if self._flusher is None:
-                    flusher = threading.Thread(target=self._flush_when_due, daemon=True, name="nbdist-events")
-                    self._flusher = flusher
-                    flusher.start()
-                self._due.set()
-        return True
+        if "task" not in event:
+            event["task"] = self.task
+        pending = self._pending
+        pending.append(event)
+        if time.monotonic() - self._last_send >= COALESCE_S or len(pending) >= MAX_BATCH:
+            return self._send_pending()
+        if not self._held:  # the first event held: the flusher minds the tail
+            self._mind_tail()
+        return self._socket is not None
 
     def flush(self):
         """Sends the events held back now."""
-        with self._lock:
-            if self._pending and self._socket is not None:
-                self._send_pending()
+        if self._pending:
+            self._send_pending()
 
-    def _send_pending(self):  # (holding the lock: stamped and sent in order)
-        batch, self._pending = self._pending, []
-        self._last_send = time.monotonic()
-        frames = wire.encode("Events", 0, {"events": batch}, self._key, self._stamp)
-        try:
-            self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
-        except zmq.Again:
-            self.dropped += len(batch)
-            return False
-        self.sent += len(batch)
-        self.messages += 1
-        return True
+    def _send_pending(self):
+        with self._lock:
+            if self._socket is None:
+                self.dropped += len(self._pending)
+                self._pending.clear()
+                return False
+            pending = self._pending
+            batch = [pending.popleft() for _ in range(len(pending))]  # (others may append meanwhile)
+            self._last_send = time.monotonic()
+            if not batch:  # another thread sent them
+                return True
+            frames = wire.encode("Events", 0, {"events": batch}, self._key, self._stamp)
+            try:
+                self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                self.dropped += len(batch)
+                return False
+            self.sent += len(batch)
+            self.messages += 1
+            return True
+
+    def _mind_tail(self):
+        with self._lock:
+            self._held = True
+            if self._flusher is None and self._socket is not None:
+                flusher = threading.Thread(target=self._flush_when_due, daemon=True, name="nbdist-events")
+                self._flusher = flusher
+                flusher.start()
+            self._wake.set()
 
     def _flush_when_due(self):  # the flusher thread
         while True:
-            self._due.wait()
+            self._wake.wait()
             time.sleep(TAIL_S)  # (meanwhile a task still reporting sends its batches itself)
+            if self._socket is None:
+                return
+            if self._pending and time.monotonic() - self._last_send >= COALESCE_S:
+                self._send_pending()
             with self._lock:
                 if self._socket is None:
                     return
-                if self._pending and time.monotonic() - self._last_send >= COALESCE_S:
-                    self._send_pending()
-                if not self._pending:
-                    self._due.clear()
+                if not self._pending:  # nothing held: sleep until an event is held again
+                    self._wake.clear()
+                    self._held = False
+                    if self._pending:  # (held just now, by a thread that saw _held still True)
+                        self._held = True
+                        self._wake.set()
 
     def close(self):
         """Sends what is held, then closes the socket (and so ends the flusher)."""
+        if self._pending:
+            self._send_pending()
         with self._lock:
             if self._socket is not None:
-                if self._pending:
-                    self._send_pending()
                 self._socket.close(linger=0)
                 self._socket = None
-            self._due.set()
+            self._wake.set()
 
 
 _publisher = None
@@ -207,7 +231,7 @@ def publish(event):
     Returns:
         True if it was sent (False: dropped, the buffer was full or nothing receives events).
     """
-    publisher = task_publisher()
+    publisher = _publisher if _publisher is not None else task_publisher()
     if publisher is not None:
         return publisher.publish(event)
     event.setdefault("task", "notebook")
@@ -238,13 +262,17 @@ def report(step=None, **metrics):
 
         tf.report(step=step, loss=loss_value, accuracy=acc)
     """
-    if not metrics:
-        raise ValueError("report() needs at least one metric, e.g. tf.report(step=10, loss=0.25)")
-    if step is not None:
+    # (Called after every training step: Python ints and floats take the short way.)
+    if step is not None and type(step) is not int:
         if isinstance(step, bool) or not isinstance(step, numbers.Integral):
             raise TypeError(f"report(step=...) must be an integer or None, got {step!r}")
         step = int(step)
-    values = {name: _as_float(name, value) for name, value in metrics.items()}
+    values = {}
+    for name, value in metrics.items():
+        kind = type(value)
+        values[name] = value if kind is float else float(value) if kind is int else _as_float(name, value)
+    if not values:
+        raise ValueError("report() needs at least one metric, e.g. tf.report(step=10, loss=0.25)")
     return publish({"kind": "metric", "step": step, "time": time.time(), "metrics": values})
 
 
