@@ -1,6 +1,10 @@
 """`nbdist.notebook.charts`: placement per task and training metrics, as data and Figures."""
 
+import io
+
+import numpy as np
 import pytest
+from PIL import Image
 
 from nbdist.notebook import charts
 from traced_steps import build_model, traced_steps
@@ -185,3 +189,13 @@ def test_live_limits_on_a_log_axis_grow_in_decades():
 def test_replicas_get_distinct_line_colours():
     colors = charts.line_colors([f"/job:worker/task:{i}" for i in range(5)])
     assert len(set(colors.values())) == 5
+
+
+def test_the_fast_png_encoder_keeps_every_pixel():
+    """`rgb_png` (a live dashboard picture's encoder) writes a PNG that decodes to the image's
+    RGB pixels exactly; alpha is dropped (the pictures are opaque)."""
+    rgba = np.random.RandomState(0).randint(0, 256, size=(7, 13, 4)).astype(np.uint8)
+    image = Image.open(io.BytesIO(charts.rgb_png(rgba)))
+    image.load()
+    assert (image.mode, image.size) == ("RGB", (13, 7))
+    assert np.array_equal(np.asarray(image), rgba[:, :, :3])

@@ -14,8 +14,12 @@ import collections
 import html
 import io
 import math
+import struct
 import threading
 import time
+import zlib
+
+import numpy as np
 
 from nbdist.notebook.graph_model import (
     TRANSFER_OPS,
@@ -171,6 +175,27 @@ def placement_figure(rows):
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
         ax.xaxis.set_major_formatter(lambda v, _: format_bytes(v))
     return fig
+
+
+def rgb_png(rgba):
+    """PNG bytes of an RGBA image (``(height, width, 4)`` uint8, e.g. a canvas's
+    ``buffer_rgba()``), opaque, fast rather than small: no PNG row filter, zlib level 1.
+
+    A live picture is soon replaced, and the training pays for it: Pillow's encoder (which
+    tries its filters on every row) took 8.5 ms of a 23 ms dashboard picture, this takes 4
+    (docs/benchmarks.md) for a file as large (50 KiB).
+    """
+    pixels = np.asarray(rgba)[:, :, :3]
+    height, width, _ = pixels.shape
+    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # each row: filter type 0, then its bytes
+    rows[:, 1:] = pixels.reshape(height, 3 * width)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    image = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + image
 
 
 def figure_png(fig):
@@ -397,8 +422,6 @@ class DashboardPlot:
             final: a picture to keep (drawn whole, as `figure`); False: a live picture.
             data: its `snapshot`, when the caller took one already.
         """
-        from matplotlib.image import imsave  # noqa: PLC0415 - matplotlib is imported only when drawing
-
         moved = self._update(history, title, live=not final, data=data)
         for artist in self._animated:
             artist.set_animated(True)
@@ -418,9 +441,7 @@ class DashboardPlot:
         for artist in self._animated:  # (...and drawn over it here)
             artist.draw(renderer)
         self.pictures += 1
-        buf = io.BytesIO()
-        imsave(buf, canvas.buffer_rgba(), format="png", dpi=self.fig.dpi, pil_kwargs={"compress_level": 1})
-        return buf.getvalue()
+        return rgb_png(canvas.buffer_rgba())
 
     def _update(self, history, title, live, data=None):
         """Sets the lines' data, scales and limits; True when a limit or scale changed."""

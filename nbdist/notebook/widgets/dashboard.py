@@ -22,11 +22,11 @@ from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
 # The share of a core a live dashboard may draw with while the machine's cores are busy, and
-# while one is idle. Training at ~2,400 steps/s on 2 cores with tf.report after every step lost
-# 4-7% of its steps/s to the reports and a dashboard at 0.025 (~9% at 0.05; docs/benchmarks.md,
-# "What watching costs training"): a whole picture then comes every 5-10 s, one that only
-# redraws its lines every second or two. With a core to spare, pictures come up to 5 a second.
-BUSY_FRACTION = 0.025
+# while one is idle. Training on 2 cores with tf.report after every step lost about 5% of its
+# steps/s to a dashboard at 0.025, 2.6% at 0.01 (docs/benchmarks.md, "What watching costs
+# training"): a live picture (about 20 ms) then comes every 2 s, one redrawn whole (axes
+# moved) some 10 s later. With a core to spare, pictures come up to 5 a second.
+BUSY_FRACTION = 0.01
 IDLE_FRACTION = 0.25
 _VBox = _w.VBox if _w is not None else object
 
