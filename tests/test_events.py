@@ -1,5 +1,6 @@
 """Tests for nbdist/notebook/events.py: the event stream, its collector, report() and publishers."""
 
+import os
 import threading
 import time
 
@@ -9,7 +10,7 @@ import zmq
 
 import nbdist
 from nbdist.notebook import events
-from nbdist.runtime import wire
+from nbdist.runtime import sched, wire
 
 KEY = b"k" * 32
 
@@ -197,6 +198,61 @@ def test_events_held_for_a_batch_are_sent_when_its_window_ends_or_the_publisher_
         pub.close()  # sends what it holds
     assert pub.sent == 4
     assert wait_for(lambda: [e["step"] for e in collector.history()] == [1, 2, 3, 4])
+
+
+def test_events_published_by_many_threads_arrive_each_once(collector):
+    """A held event takes no lock (the publisher's deque): threads publishing at once lose none
+    and send none twice."""
+    pub = events.Publisher(collector.address, "/job:worker/task:0", KEY)
+    per_thread, threads = 300, 4
+
+    def publish_many(first):
+        for step in range(first, first + per_thread):
+            pub.publish({"kind": "metric", "step": step, "metrics": {"loss": 1.0}})
+
+    workers = [threading.Thread(target=publish_many, args=(i * per_thread,)) for i in range(threads)]
+    try:
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join(10)
+    finally:
+        pub.close()
+    assert (pub.sent, pub.dropped) == (per_thread * threads, 0)
+    assert wait_for(lambda: len(collector.history()) == per_thread * threads)
+    assert sorted(e["step"] for e in collector.history()) == list(range(per_thread * threads))
+
+
+def test_the_threads_that_carry_events_never_preempt_training(collector, monkeypatch):
+    """The collector, a publisher's flusher and the I/O thread of the events' ZeroMQ context
+    run under SCHED_BATCH (`nbdist.runtime.sched`): woken by events, they wait for a CPU."""
+    monkeypatch.delenv(sched.BATCH_ENV, raising=False)
+    pub = events.Publisher(collector.address, "/job:worker/task:0", KEY)
+    try:
+        pub.publish({"kind": "metric", "step": 1, "metrics": {"loss": 1.0}})
+        pub.publish({"kind": "metric", "step": 2, "metrics": {"loss": 1.0}})  # held: starts the flusher
+        assert wait_for(lambda: len(collector.history()) == 2)
+        policy = {
+            "collector": os.sched_getscheduler(collector._thread.native_id),
+            "flusher": os.sched_getscheduler(pub._flusher.native_id),
+        }
+    finally:
+        pub.close()
+    io_threads = [
+        int(tid)
+        for tid in os.listdir("/proc/self/task")
+        if _comm(tid).startswith("ZMQbg/IO") and os.sched_getscheduler(int(tid)) == os.SCHED_BATCH
+    ]
+    assert policy == {"collector": os.SCHED_BATCH, "flusher": os.SCHED_BATCH}
+    assert io_threads, "the events' ZeroMQ context has no I/O thread under SCHED_BATCH"
+
+
+def _comm(tid):
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read()
+    except FileNotFoundError:  # (a thread that ended meanwhile)
+        return ""
 
 
 def test_closed_collector_keeps_its_history(collector, publisher):

@@ -10,7 +10,7 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.runtime import serving, transport, wire
+from nbdist.runtime import sched, transport, wire
 from nbdist.runtime.remote import parse_target
 from nbdist.runtime.server import Server
 from procs import free_port
@@ -55,9 +55,9 @@ def test_the_io_thread_is_a_batch_thread_unless_turned_off_and_status_says_which
     monkeypatch, setting, policy
 ):
     if setting is None:
-        monkeypatch.delenv(serving.BATCH_IO_ENV, raising=False)
+        monkeypatch.delenv(sched.BATCH_ENV, raising=False)
     else:
-        monkeypatch.setenv(serving.BATCH_IO_ENV, setting)
+        monkeypatch.setenv(sched.BATCH_ENV, setting)
     main_policy = os.sched_getscheduler(0)
     with Server.create_local_server() as s:
         with tf.Session(s.target) as sess:

@@ -1,6 +1,7 @@
 """The widgets' state, headless (no browser): what each composite shows and how it updates."""
 
 import itertools
+import os
 import threading
 import time
 
@@ -230,11 +231,15 @@ def busy(cpu_s):
 
 def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_cores():
     """A draw that takes 0.2 s of CPU is followed by a pause of 9x that (a tenth of a core at
-    most goes to drawing), however fast requests come: at most 2 draws in 2.5 s, not 12."""
+    most goes to drawing), however fast requests come: at most 2 draws in 2.5 s, not 12. It
+    draws on a batch thread (`nbdist.runtime.sched`)."""
     from nbdist.notebook.widgets.throttle import Redrawer
 
-    draws = []
-    redrawer = Redrawer(lambda: (draws.append(time.monotonic()), busy(0.2)), max_per_s=5)
+    draws, policies = [], []
+    redrawer = Redrawer(
+        lambda: (draws.append(time.monotonic()), policies.append(os.sched_getscheduler(0)), busy(0.2)),
+        max_per_s=5,
+    )
     deadline = time.monotonic() + 2.5
     while time.monotonic() < deadline:
         redrawer.request()
@@ -242,6 +247,7 @@ def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_core
     redrawer.close()
     assert 1 <= len(draws) <= 2, draws
     assert all(b - a >= 1.9 for a, b in itertools.pairwise(draws)), draws
+    assert set(policies) == {os.SCHED_BATCH}  # a picture waits for a CPU: it never preempts training
 
 
 def test_pictures_take_a_larger_share_only_while_the_machine_has_a_core_idle(monkeypatch):

@@ -30,7 +30,7 @@ import threading
 
 import zmq
 
-from nbdist.runtime import wire
+from nbdist.runtime import sched, wire
 from nbdist.task import events as _task_events
 from nbdist.task.events import (  # noqa: F401 - the task side, re-exported for the notebook
     COALESCE_S,
@@ -77,7 +77,7 @@ class EventStream:
             self._start_collector()
 
     def _start_collector(self):
-        sock = zmq.Context.instance().socket(zmq.PULL)
+        sock = _task_events.events_context().socket(zmq.PULL)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, 10 * SEND_HWM)
         sock.setsockopt(zmq.MAXMSGSIZE, 16 * 2**20)
@@ -88,6 +88,7 @@ class EventStream:
         self._thread.start()
 
     def _collect(self):
+        sched.as_batch_thread()  # (woken by every batch of events: it must not preempt training)
         sock = self._socket
         while not self._stop.is_set():
             try:

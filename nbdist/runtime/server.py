@@ -351,7 +351,7 @@ class Server:
             "malformed_requests": self._loop.malformed if self._loop else 0,
             # clients of this host whose messages come over a link, not ZeroMQ (`runtime.links`)
             "link_clients": self._loop.link_clients if self._loop else 0,
-            # the I/O thread's Linux scheduling policy: "batch" (`serving._as_batch_thread`) or "default"
+            # the I/O thread's Linux scheduling policy: "batch" (`sched.as_batch_thread`) or "default"
             "io_policy": self._loop.io_policy if self._loop else None,
             "shm": dict(shm.stats),  # tensors sent and received through shared memory
         }

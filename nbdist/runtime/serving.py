@@ -36,7 +36,7 @@ import numpy as np
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import links, readiness, samehost, security, shm, transport, wire
+from nbdist.runtime import links, readiness, samehost, sched, security, shm, transport, wire
 from nbdist.runtime.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
@@ -48,27 +48,6 @@ _LINK_IDENTITY = b"\x00link"
 # The serving loops of this process, by address: what `in_process_channel` reaches.
 _LOOPS = weakref.WeakValueDictionary()
 IN_PROCESS_ENV = "NBDIST_IN_PROCESS"  # "0": clients reach servers of their own process over the wire too
-BATCH_IO_ENV = "NBDIST_BATCH_IO"  # "0": the I/O thread keeps the default scheduling policy
-
-
-def _as_batch_thread():
-    """Puts the calling thread under Linux's ``SCHED_BATCH`` policy; says which one it has.
-
-    A message wakes its receiver. Under the default policy a woken thread may preempt the
-    thread running on its CPU - often the sender, whose ``send`` then returns only after the
-    receiver has run: in sync training on this project's 2-core VM, sampled stacks were in
-    ``sendmsg`` a fifth of the busy time. A woken batch thread never preempts: it runs when
-    its CPU's thread blocks (a serving loop soon polls again) or on an idle CPU at once. Same
-    priority (nice), no privilege needed; measured in docs/benchmarks.md ("Serving loops as
-    batch threads").
-    """
-    if os.environ.get(BATCH_IO_ENV) == "0" or not hasattr(os, "SCHED_BATCH"):
-        return "default"
-    try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    except OSError:  # a sandbox that forbids it: the default policy works, a little slower
-        return "default"
-    return "batch"
 
 
 class Rpc(NamedTuple):
@@ -175,7 +154,7 @@ class ServingLoop:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
         self._io_ident = None
-        self.io_policy = None  # "batch" or "default", once the I/O thread runs (`_as_batch_thread`)
+        self.io_policy = None  # "batch" or "default", once the I/O thread runs (`sched.as_batch_thread`)
         self._in_process_calls = set()  # `_InProcessCall`s not answered yet
         self._thread.start()
         _LOOPS[address] = self
@@ -202,7 +181,7 @@ class ServingLoop:
     # -- the event loop (I/O thread) -----------------------------------------------------------
     def _run(self):
         self._io_ident = threading.get_ident()
-        self.io_policy = _as_batch_thread()
+        self.io_policy = sched.as_batch_thread()
         links.set_flusher(self._want_write)
         while not self._stop.is_set():
             if self._readiness is None or self._watched_changed:

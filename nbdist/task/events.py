@@ -29,7 +29,7 @@ import time
 import numpy as np
 import zmq
 
-from nbdist.runtime import wire
+from nbdist.runtime import sched, wire
 
 EVENTS_ENV = "NBDIST_EVENTS"
 TASK_ENV = "NBDIST_TASK"
@@ -38,6 +38,24 @@ KINDS = ("metric", "heartbeat", "stream", "trace")
 COALESCE_S = 0.05  # events of one task within this window travel as one message...
 MAX_BATCH = 256  # ...of at most this many events
 TAIL_S = 0.2  # held events that no later event takes along are sent within this (the flusher)
+
+_context = None
+_context_lock = threading.Lock()
+
+
+def events_context():
+    """The ZeroMQ context that events travel by, in a task and in the notebook: its own, so
+    that its I/O thread - woken by every batch of events - is a batch thread
+    (`nbdist.runtime.sched`) that never preempts a training step."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            context = zmq.Context()
+            policy = sched.batch_policy()
+            if policy is not None:
+                context.set(zmq.THREAD_SCHED_POLICY, policy)
+            _context = context
+        return _context
 
 
 class Publisher:
@@ -63,7 +81,7 @@ class Publisher:
         self._held = False  # the flusher minds held events (it is woken, or awake)
         self._wake = threading.Event()  # wakes the flusher
         self._flusher = None
-        self._socket = zmq.Context.instance().socket(zmq.PUSH)
+        self._socket = events_context().socket(zmq.PUSH)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
         self._socket.connect(address)
@@ -127,6 +145,7 @@ class Publisher:
             self._wake.set()
 
     def _flush_when_due(self):  # the flusher thread
+        sched.as_batch_thread()
         while True:
             self._wake.wait()
             time.sleep(TAIL_S)  # (meanwhile a task still reporting sends its batches itself)

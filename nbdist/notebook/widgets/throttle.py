@@ -15,6 +15,8 @@ import os
 import threading
 import time
 
+from nbdist.runtime import sched
+
 
 class Redrawer:
     """Calls `draw` from one background thread, throttled, after `request()`.
@@ -65,6 +67,7 @@ class Redrawer:
             self._thread.join(timeout_s)
 
     def _loop(self):
+        sched.as_batch_thread()  # a picture waits for a CPU; it never preempts training
         while True:
             with self._cond:
                 while not self._dirty and not self.closed:
