@@ -107,23 +107,26 @@ class EventStream:
             if not isinstance(batch, list):
                 self.rejected += 1
                 continue
-            for event in batch:
-                if isinstance(event, dict) and event.get("kind") in KINDS:
-                    self.publish(event)
-                else:
-                    self.rejected += 1
+            valid = [e for e in batch if isinstance(e, dict) and e.get("kind") in KINDS]
+            self.rejected += len(batch) - len(valid)
+            self.publish_many(valid)
         sock.close(linger=0)
 
     def publish(self, event):
         """Adds `event` to the history and calls every subscriber with it (in this thread)."""
+        self.publish_many((event,))
+
+    def publish_many(self, events):
+        """`publish` for each of `events`, in order (one lock for the lot: a task's batch)."""
         with self._lock:
-            self._history.append(event)
+            self._history.extend(events)
             subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback(event)
-            except Exception:  # noqa: BLE001 - one broken subscriber must not stop the others
-                self.callback_errors += 1
+        for event in events:
+            for callback in subscribers:
+                try:
+                    callback(event)
+                except Exception:  # noqa: BLE001 - one broken subscriber must not stop the others
+                    self.callback_errors += 1
 
     def subscribe(self, callback):
         """Calls ``callback(event)`` for every later event, on the collector thread.

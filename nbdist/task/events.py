@@ -8,15 +8,15 @@ are signed with the cluster key. The event format and the collecting side (`Even
 are described in `nbdist.notebook.events`.
 
 Events travel in batches (an ``Events`` message): an event after a quiet spell of
-`COALESCE_S` is sent at once; the ones that follow it within that window are held and go
-with the first event published after the window ends, sent by the thread that publishes it.
-A worker reporting after every one of its 1,000 steps a second so sends some 20 messages a
-second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in the notebook
-and cost the training on its cores (measured in docs/benchmarks.md, "What watching costs
-training"). Held events that no later event takes along are sent by a flusher thread within
-`TAIL_S`; it wakes a few times a second while events are held, not once per batch (a thread
-woken 40 times a second in a task cost its training steps/s). What a process holds back is
-also sent when it exits (`flush`; ``python -m nbdist.server`` flushes before it stops).
+`COALESCE_S` (nothing held, nothing sent for that long) is sent at once; the ones that
+follow it are held, and a flusher thread sends them when the window since the last send
+ends. A worker reporting after every one of its 1,000 steps a second so sends some 20
+messages a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
+the notebook and cost the training on its cores - and its training thread only appends to
+a deque: encoding and sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
+that never preempts a step (measured in docs/benchmarks.md, "What watching costs
+training"). What a process holds back is also sent when it exits (`flush`; ``python -m
+nbdist.server`` flushes before it stops).
 """
 
 import atexit
@@ -36,8 +36,7 @@ TASK_ENV = "NBDIST_TASK"
 SEND_HWM = 100  # messages (batches of events) queued per task before new ones are dropped
 KINDS = ("metric", "heartbeat", "stream", "trace")
 COALESCE_S = 0.05  # events of one task within this window travel as one message...
-MAX_BATCH = 256  # ...of at most this many events
-TAIL_S = 0.2  # held events that no later event takes along are sent within this (the flusher)
+MAX_BATCH = 256  # ...of at most this many events (a publisher holding as many sends them itself)
 
 _context = None
 _context_lock = threading.Lock()
@@ -87,13 +86,13 @@ class Publisher:
         self._socket.connect(address)
 
     def publish(self, event):
-        """Sends `event` (its ``task`` filled in), at once after a quiet spell of `COALESCE_S`,
-        else with the others of its window when the window ends.
+        """Sends `event` (its ``task`` filled in): at once after a quiet spell of `COALESCE_S`,
+        else the flusher sends it with the others of its window when the window ends.
 
         The training thread calls this after every step, and a step's other work leaves its
         code and data cold in the CPU's caches: a call costs several times what it costs in a
         tight loop, so an event that is held (most are) takes no lock and calls nothing but
-        the clock - appending to a deque is atomic - and the thread that sends takes the lock.
+        the clock - appending to a deque is atomic.
 
         Returns:
             True if it was sent or is held to be sent; False if it was dropped (the socket's
@@ -103,10 +102,12 @@ class Publisher:
             event["task"] = self.task
         pending = self._pending
         pending.append(event)
-        if time.monotonic() - self._last_send >= COALESCE_S or len(pending) >= MAX_BATCH:
+        if len(pending) >= MAX_BATCH:
             return self._send_pending()
-        if not self._held:  # the first event held: the flusher minds the tail
-            self._mind_tail()
+        if not self._held:  # nothing was held: a quiet spell, or the flusher parked
+            if time.monotonic() - self._last_send >= COALESCE_S:
+                return self._send_pending()
+            self._mind_window()
         return self._socket is not None
 
     def flush(self):
@@ -122,9 +123,9 @@ class Publisher:
                 return False
             pending = self._pending
             batch = [pending.popleft() for _ in range(len(pending))]  # (others may append meanwhile)
-            self._last_send = time.monotonic()
             if not batch:  # another thread sent them
                 return True
+            self._last_send = time.monotonic()
             frames = wire.encode("Events", 0, {"events": batch}, self._key, self._stamp)
             try:
                 self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
@@ -135,7 +136,8 @@ class Publisher:
             self.messages += 1
             return True
 
-    def _mind_tail(self):
+    def _mind_window(self):
+        """Has the flusher send what is held when the window ends (starting it the first time)."""
         with self._lock:
             self._held = True
             if self._flusher is None and self._socket is not None:
@@ -144,15 +146,16 @@ class Publisher:
                 flusher.start()
             self._wake.set()
 
-    def _flush_when_due(self):  # the flusher thread
+    def _flush_when_due(self):  # the flusher thread: a batch thread, woken once per window
         sched.as_batch_thread()
         while True:
             self._wake.wait()
-            time.sleep(TAIL_S)  # (meanwhile a task still reporting sends its batches itself)
+            time.sleep(max(0.0, self._last_send + COALESCE_S - time.monotonic()))
             if self._socket is None:
                 return
-            if self._pending and time.monotonic() - self._last_send >= COALESCE_S:
+            if self._pending:
                 self._send_pending()
+                continue  # (a training loop holds more by the next window's end)
             with self._lock:
                 if self._socket is None:
                     return
