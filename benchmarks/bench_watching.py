@@ -16,6 +16,7 @@ events, drawing) took as a share of one core. Then, on one worker, the median ti
 plain step and of a `FULL_TRACE` step.
 
     python benchmarks/bench_watching.py                      # both modes, 10 pairs each
+    python benchmarks/bench_watching.py --modes async,aa --pairs 10 # aa: the control, both plain
     python benchmarks/bench_watching.py --modes async --pairs 10 --steps 8000 --busy-fraction 0.1
 """
 
@@ -122,13 +123,15 @@ def one_round(cluster, mode, steps, watched, trace=False):
 
 
 def measure(cluster, mode, pairs, steps):
-    """Pairs of rounds in ABBA order: ``(rates {watched: [...]}, shares {...}, ratios)``."""
+    """Pairs of rounds in ABBA order: ``(rates {watched: [...]}, shares {...}, ratios)``.
+    Mode ``aa`` is async with both rounds of a pair plain: the noise floor of the ratio."""
     rates, shares, ratios = {False: [], True: []}, {False: [], True: []}, []
+    control, mode = mode == "aa", "async" if mode == "aa" else mode
     one_round(cluster, mode, steps // 4, False)  # warm-up: imports, first planning
     for pair in range(pairs):
         rate = {}
         for watched in (False, True) if pair % 2 == 0 else (True, False):
-            rate[watched], _, share = one_round(cluster, mode, steps, watched)
+            rate[watched], _, share = one_round(cluster, mode, steps, watched and not control)
             rates[watched].append(rate[watched])
             shares[watched].append(share)
         ratios.append(rate[True] / rate[False])
@@ -136,12 +139,14 @@ def measure(cluster, mode, pairs, steps):
 
 
 def print_mode(mode, rates, shares, ratios):
-    unit = "all workers' local steps/s" if mode == "async" else "global steps/s"
-    print(f"{mode}: {unit}, per round (pairs in ABBA order):")
+    unit = "global steps/s" if mode == "sync" else "all workers' local steps/s"
+    if mode == "aa":
+        print(f"aa (async, control: both rounds of a pair plain, the ratio's noise): {unit}:")
+    else:
+        print(f"{mode}: {unit}, per round (pairs in ABBA order):")
     print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))
-    print(
-        "  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + "  (tf.report every step, dashboard on)"
-    )
+    watched = "  (plain too: the control)" if mode == "aa" else "  (tf.report every step, dashboard on)"
+    print("  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + watched)
     print("  watched / plain per pair: " + " / ".join(f"{r:.3f}" for r in ratios))
     ratio = statistics.median(ratios)
     print(
@@ -156,7 +161,9 @@ def print_mode(mode, rates, shares, ratios):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--modes", default="async,sync", help="comma-separated: async, sync")
+    parser.add_argument(
+        "--modes", default="async,sync", help="comma-separated: async, sync, aa (async, both rounds plain)"
+    )
     parser.add_argument("--pairs", type=int, default=10, help="pairs of rounds (plain, watched) per mode")
     parser.add_argument(
         "--steps",
@@ -169,14 +176,14 @@ def main():
     )
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if not modes or any(m not in ("async", "sync") for m in modes):
-        parser.error(f"--modes takes async and/or sync, got {args.modes!r}")
+    if not modes or any(m not in ("async", "sync", "aa") for m in modes):
+        parser.error(f"--modes takes async, sync and/or aa, got {args.modes!r}")
     options = {} if args.busy_fraction is None else {"busy_fraction": args.busy_fraction}
     results = {}
     with tf.LocalCluster(ps=1, worker=2) as cluster:
         dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
         for mode in modes:
-            steps = args.steps if mode == "async" else args.steps // 2
+            steps = args.steps // 2 if mode == "sync" else args.steps
             results[mode] = measure(cluster, mode, args.pairs, steps)
         dash.stop()
         _, (_, plain_s, traced_s), _ = one_round(cluster, "async", 50, False, trace=True)
