@@ -250,6 +250,24 @@ def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_core
     assert set(policies) == {os.SCHED_BATCH}  # a picture waits for a CPU: it never preempts training
 
 
+def test_a_costly_picture_pauses_the_next_ones_at_most_max_pause_s():
+    """A draw of 0.1 s at a budget of 1% would pause pictures for 10 s; with ``max_pause_s``
+    (the dashboard's `MAX_PAUSE_S`) the next comes within it: liveness over the budget."""
+    from nbdist.notebook.widgets.throttle import Redrawer
+
+    draws = []
+    redrawer = Redrawer(
+        lambda: (draws.append(time.monotonic()), busy(0.1)), max_per_s=5, busy_fraction=0.01, max_pause_s=0.5
+    )
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        redrawer.request()
+        time.sleep(0.01)
+    redrawer.close()
+    assert len(draws) >= 3, draws
+    assert all(b - a >= 0.45 for a, b in itertools.pairwise(draws)), draws
+
+
 def test_pictures_take_a_larger_share_only_while_the_machine_has_a_core_idle(monkeypatch):
     """The budget is what training can spare: `idle_fraction` while a whole core was idle
     since the last picture (``/proc/stat``), `busy_fraction` while the cores are busy."""

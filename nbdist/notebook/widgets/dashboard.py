@@ -23,11 +23,14 @@ from nbdist.notebook.widgets.throttle import Redrawer
 _w = ipywidgets_or_none()
 # The share of a core a live dashboard may draw with while the machine's cores are busy, and
 # while one is idle. Training on 2 cores with tf.report after every step lost about 5% of its
-# steps/s to a dashboard at 0.025, 2.6% at 0.01 (docs/benchmarks.md, "What watching costs
-# training"): a live picture (about 20 ms) then comes every 2 s, one redrawn whole (axes
-# moved) some 10 s later. With a core to spare, pictures come up to 5 a second.
+# steps/s to a dashboard at 0.025 (docs/benchmarks.md, "What watching costs training"). At
+# 0.01 a live picture (15-20 ms: new lines over the last picture) comes every 2 s; one drawn
+# whole (its axes moved: 0.2 s, the first with its layout 0.5 s) would be followed by a pause
+# of 20-50 s, so no pause is longer than MAX_PAUSE_S. With a core to spare, pictures come up
+# to 5 a second.
 BUSY_FRACTION = 0.01
 IDLE_FRACTION = 0.25
+MAX_PAUSE_S = 5.0
 _VBox = _w.VBox if _w is not None else object
 
 
@@ -76,7 +79,7 @@ class Dashboard(_VBox):
         self.title_text = title
         self.redraws = 0
         self._redrawer = Redrawer(
-            self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction, idle_fraction
+            self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction, idle_fraction, MAX_PAUSE_S
         )
         self._draw_lock = threading.Lock()
         self._unsubscribe = None

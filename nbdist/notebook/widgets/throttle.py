@@ -30,11 +30,17 @@ class Redrawer:
         idle_fraction: the share used instead while the machine has a whole core idle (from
             ``/proc/stat`` since the last draw): drawing then takes no core that training
             uses. None: always `busy_fraction`.
+        max_pause_s: the longest pause after a draw, whatever it cost (None: no bound): a
+            rare costly picture does not freeze the next ones for long, at the price of a
+            larger share while every picture is costly.
     """
 
-    def __init__(self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1, idle_fraction=None):
+    def __init__(
+        self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1, idle_fraction=None, max_pause_s=None
+    ):
         self._draw = draw
         self.min_interval_s = 1.0 / max_per_s
+        self.max_pause_s = max_pause_s
         self.busy_fraction = busy_fraction
         self.idle_fraction = idle_fraction
         self._cpu_sample = cpu_times() if idle_fraction is not None else None
@@ -82,6 +88,8 @@ class Redrawer:
             self._draw()
             took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
             pause = time.monotonic() - started + took * (1.0 / self._fraction() - 1.0)
+            if self.max_pause_s is not None:
+                pause = min(pause, self.max_pause_s)
             self._next_draw = started + max(self.min_interval_s, pause)
 
     def _fraction(self):
