@@ -164,6 +164,22 @@ def test_dashboard_redraws_at_most_five_times_a_second_while_events_pour_in():
     assert dash.history.count == 300
 
 
+def test_dashboard_numbers_stay_live_between_pictures():
+    """The headline and the table are refreshed from the history in place, without a picture
+    (`refresh_text`, called between budgeted pictures every `TEXT_EVERY_S`)."""
+    dash = widgets.Dashboard(subscribe=False)
+    try:
+        for step in range(3):
+            dash.history.add(metric("/job:worker/task:0", step, 0.5))  # recorded, no picture asked
+        redraws = dash.redraws
+        dash.refresh_text()
+        assert dash.redraws == redraws
+        assert "global step 2 · 1 replica · 3 reports" in dash.status.value and "(live)" in dash.status.value
+        assert "/job:worker/task:0" in dash.table.value and "0.5" in dash.table.value
+    finally:
+        dash.stop()
+
+
 def test_update_returns_at_once_even_while_a_picture_is_drawn():
     dash = widgets.Dashboard(subscribe=False)
     started = time.monotonic()
@@ -250,22 +266,31 @@ def test_a_slow_picture_is_drawn_less_often_so_watching_leaves_training_its_core
     assert set(policies) == {os.SCHED_BATCH}  # a picture waits for a CPU: it never preempts training
 
 
-def test_a_costly_picture_pauses_the_next_ones_at_most_max_pause_s():
-    """A draw of 0.1 s at a budget of 1% would pause pictures for 10 s; with ``max_pause_s``
-    (the dashboard's `MAX_PAUSE_S`) the next comes within it: liveness over the budget."""
+def test_while_a_costly_picture_pauses_the_next_what_is_cheap_stays_live():
+    """A draw of 0.1 s at a budget of 1% pauses pictures for 10 s; meanwhile `between` (the
+    dashboard's headline and table) is called every ``between_every_s`` while requests come,
+    and not when none came."""
     from nbdist.notebook.widgets.throttle import Redrawer
 
-    draws = []
+    draws, betweens = [], []
     redrawer = Redrawer(
-        lambda: (draws.append(time.monotonic()), busy(0.1)), max_per_s=5, busy_fraction=0.01, max_pause_s=0.5
+        lambda: (draws.append(time.monotonic()), busy(0.1)),
+        max_per_s=5,
+        busy_fraction=0.01,
+        between=lambda: betweens.append(time.monotonic()),
+        between_every_s=0.3,
     )
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
         redrawer.request()
         time.sleep(0.01)
+    quiet = len(betweens)
+    time.sleep(1.0)  # no requests: nothing to refresh
     redrawer.close()
-    assert len(draws) >= 3, draws
-    assert all(b - a >= 0.45 for a, b in itertools.pairwise(draws)), draws
+    assert len(draws) == 1, draws
+    assert 3 <= quiet <= 8, betweens
+    assert len(betweens) <= quiet + 1, betweens
+    assert all(b - a >= 0.29 for a, b in itertools.pairwise(betweens)), betweens
 
 
 def test_pictures_take_a_larger_share_only_while_the_machine_has_a_core_idle(monkeypatch):

@@ -234,6 +234,7 @@ class MetricsHistory:
         self._events = {}  # task -> list of (time, step, metrics, its number among the task's events)
         self._reports = collections.Counter()  # task -> its events so far (kept or not)
         self._stride = {}  # task -> keep its events number 1, 1 + stride, 1 + 2 * stride, ...
+        self._global_step = None  # the largest global step reported so far
 
     def add(self, event):
         """Records `event`; returns False (ignoring it) unless it is a metric event."""
@@ -251,7 +252,11 @@ class MetricsHistory:
             stride = self._stride.setdefault(task, 1)
             if series and (series[-1][3] - 1) % stride:  # the last was kept only as the latest
                 _carry_dropped(series.pop()[2], metrics)
-            series.append((t, event.get("step"), metrics, number))
+            step = event.get("step")
+            series.append((t, step, metrics, number))
+            reached = metrics.get("global_step", step)
+            if reached is not None and (self._global_step is None or reached > self._global_step):
+                self._global_step = reached
             if len(series) >= self._max_points:
                 self._stride[task] = stride * 2
                 self._events[task] = _keep_every(series, stride * 2)
@@ -282,7 +287,7 @@ class MetricsHistory:
                 lo, hi = (mid + 1, hi) if t_last - events[mid][0] > window_s else (lo, mid)
             j = lo
         for i in range(first, len(events)):
-            t, _, m = events[i]
+            t, m = events[i][0], events[i][2]  # (a snapshot's triples, or the kept events)
             while t - events[j][0] > window_s:
                 j += 1
             if i > j and t > events[j][0]:
@@ -302,20 +307,21 @@ class MetricsHistory:
         return out
 
     def summary(self, data=None):
-        """``{"global_step", "tasks": {task: {"loss", "steps_per_s", "reports"}}}`` of the latest
-        values (of `data`, a `snapshot` already taken, when given)."""
-        data = self.snapshot() if data is None else data
-        tasks = {}
-        for task, ev in sorted(data.items(), key=lambda kv: task_sort_key(kv[0])):
-            rates = self.rates(ev, self.rate_window_s, last_only=True)
-            loss = next((m["loss"] for _, _, m in reversed(ev) if "loss" in m), None)
-            tasks[task] = {
-                "loss": loss,
-                "reports": self.reports(task),
-                "steps_per_s": rates[-1][1] if rates else None,
-            }
-        steps = self.global_steps(data)
-        return {"global_step": steps[-1][1] if steps else None, "tasks": tasks, "events": self.count}
+        """``{"global_step", "tasks": {task: {"loss", "steps_per_s", "reports"}}, "events"}`` of
+        the latest values: of `data` (a `snapshot` already taken), or read in place (cheap:
+        nothing is copied, for a status line refreshed often)."""
+        with self._lock:
+            events = self._events if data is None else data
+            tasks = {}
+            for task, ev in sorted(events.items(), key=lambda kv: task_sort_key(kv[0])):
+                rates = self.rates(ev, self.rate_window_s, last_only=True)
+                loss = next((e[2]["loss"] for e in reversed(ev) if "loss" in e[2]), None)
+                tasks[task] = {
+                    "loss": loss,
+                    "reports": self._reports[task],
+                    "steps_per_s": rates[-1][1] if rates else None,
+                }
+            return {"global_step": self._global_step, "tasks": tasks, "events": self.count}
 
 
 def _keep_every(series, stride):

@@ -21,16 +21,16 @@ from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
 from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
-# The share of a core a live dashboard may draw with while the machine's cores are busy, and
-# while one is idle. Training on 2 cores with tf.report after every step lost about 5% of its
-# steps/s to a dashboard at 0.025 (docs/benchmarks.md, "What watching costs training"). At
-# 0.01 a live picture (15-20 ms: new lines over the last picture) comes every 2 s; one drawn
-# whole (its axes moved: 0.2 s, the first with its layout 0.5 s) would be followed by a pause
-# of 20-50 s, so no pause is longer than MAX_PAUSE_S. With a core to spare, pictures come up
-# to 5 a second.
+# The share of a core a live dashboard may draw pictures with while the machine's cores are
+# busy, and while one is idle. Training on 2 cores with tf.report after every step lost about
+# 5% of its steps/s to a dashboard at 0.025 (docs/benchmarks.md, "What watching costs
+# training"). At 0.01 a live picture (15-20 ms: new lines over the last picture) comes every
+# 2 s, and one drawn whole (its axes moved: 0.2 s) some 20 s later; the headline and the table
+# (global step, last loss, steps/s per replica: read in place, well under a millisecond) are
+# refreshed every TEXT_EVERY_S meanwhile. With a core to spare, pictures come up to 5 a second.
 BUSY_FRACTION = 0.01
 IDLE_FRACTION = 0.25
-MAX_PAUSE_S = 5.0
+TEXT_EVERY_S = 1.0
 _VBox = _w.VBox if _w is not None else object
 
 
@@ -79,7 +79,13 @@ class Dashboard(_VBox):
         self.title_text = title
         self.redraws = 0
         self._redrawer = Redrawer(
-            self.flush, max_redraws_per_s, "nbdist-dashboard", busy_fraction, idle_fraction, MAX_PAUSE_S
+            self.flush,
+            max_redraws_per_s,
+            "nbdist-dashboard",
+            busy_fraction,
+            idle_fraction,
+            between=self.refresh_text,
+            between_every_s=TEXT_EVERY_S,
         )
         self._draw_lock = threading.Lock()
         self._unsubscribe = None
@@ -127,27 +133,32 @@ class Dashboard(_VBox):
             data = self.history.snapshot()  # (one copy for the table and the picture)
             summary = self.history.summary(data)
             live = not self._redrawer.closed
-            state = "live" if live else "stopped"
-            gs = summary["global_step"]
-            headline = (
-                f"{self.title_text} — global step {'—' if gs is None else int(gs)}"
-                f" · {len(summary['tasks'])} replica{'' if len(summary['tasks']) == 1 else 's'}"
-                f" · {summary['events']} reports"
+            self.png = self.plot.png(
+                self.history, title=_headline(self.title_text, summary), final=not live, data=data
             )
-            self.png = self.plot.png(self.history, title=headline, final=not live, data=data)
             self.image.value = self.png
-            if state == "live":
-                note = (
-                    f"redrawn as metrics arrive, at most {1 / self._redrawer.min_interval_s:g} times a second"
-                )
-            else:
-                note = "the final picture, also kept in the saved notebook"
-            self.status.value = (
-                f"<b>{html.escape(self.title_text)}</b> <span class='nbdist-status'>({state})</span> "
-                f"<small>— {note}</small>"
-            )
-            self.table.value = _table(summary)
+            self._set_text(summary, live)
             self.redraws += 1
+
+    def refresh_text(self):
+        """Refreshes the headline and the table only (between pictures: cheap, nothing copied)."""
+        with self._draw_lock:
+            self._set_text(self.history.summary(), live=not self._redrawer.closed)
+
+    def _set_text(self, summary, live):
+        if live:
+            every = 1 / self._redrawer.min_interval_s
+            note = (
+                f"pictures as metrics arrive (at most {every:g} a second; numbers every {TEXT_EVERY_S:g} s)"
+            )
+        else:
+            note = "the final picture, also kept in the saved notebook"
+        state = "live" if live else "stopped"
+        self.status.value = (
+            f"<b>{html.escape(self.title_text)}</b> <span class='nbdist-status'>({state})</span> "
+            f"{html.escape(_headline('', summary))} <small>— {note}</small>"
+        )
+        self.table.value = _table(summary)
 
     def stop(self):
         """Stops listening, draws the final picture and makes it the output's static image
@@ -187,6 +198,16 @@ class Dashboard(_VBox):
 
     def __repr__(self):
         return f"<nbdist Dashboard: {self.history.count} metric events, {self.redraws} redraws>"
+
+
+def _headline(title, summary):
+    """``"<title> — global step N · 2 replicas · M reports"`` (without a title: from the step)."""
+    gs, replicas = summary["global_step"], len(summary["tasks"])
+    headline = (
+        f"global step {'—' if gs is None else int(gs)} · {replicas} replica{'' if replicas == 1 else 's'}"
+        f" · {summary['events']} reports"
+    )
+    return f"{title} — {headline}" if title else headline
 
 
 def _table(summary):

@@ -30,17 +30,27 @@ class Redrawer:
         idle_fraction: the share used instead while the machine has a whole core idle (from
             ``/proc/stat`` since the last draw): drawing then takes no core that training
             uses. None: always `busy_fraction`.
-        max_pause_s: the longest pause after a draw, whatever it cost (None: no bound): a
-            rare costly picture does not freeze the next ones for long, at the price of a
-            larger share while every picture is costly.
+        between: a cheap callable (no arguments) called during a pause, at most every
+            `between_every_s`, when requests came since the last draw or call: what can
+            stay live while the picture waits (a costly picture pauses the next for long).
     """
 
     def __init__(
-        self, draw, max_per_s, name="nbdist-redraw", busy_fraction=0.1, idle_fraction=None, max_pause_s=None
+        self,
+        draw,
+        max_per_s,
+        name="nbdist-redraw",
+        busy_fraction=0.1,
+        idle_fraction=None,
+        between=None,
+        between_every_s=1.0,
     ):
         self._draw = draw
         self.min_interval_s = 1.0 / max_per_s
-        self.max_pause_s = max_pause_s
+        self._between = between
+        self.between_every_s = between_every_s
+        self._requests = 0  # requests so far (what `between` has not seen: more than `_seen`)
+        self._seen = 0
         self.busy_fraction = busy_fraction
         self.idle_fraction = idle_fraction
         self._cpu_sample = cpu_times() if idle_fraction is not None else None
@@ -53,6 +63,7 @@ class Redrawer:
 
     def request(self):
         """Marks the picture out of date (any thread; returns at once). Ignored once closed."""
+        self._requests += 1  # (unlocked: a count that `between` reads, approximate is enough)
         if self._dirty:  # a picture is due and not begun: it will show what came before this
             return
         with self._cond:
@@ -74,22 +85,33 @@ class Redrawer:
 
     def _loop(self):
         sched.as_batch_thread()  # a picture waits for a CPU; it never preempts training
+        next_between = 0.0
         while True:
             with self._cond:
                 while not self._dirty and not self.closed:
                     self._cond.wait()
-                # Too soon after the last picture: let requests pile up, then draw once.
+                # Too soon after the last picture: let requests pile up, then draw once;
+                # meanwhile `between` keeps what is cheap live.
                 while not self.closed and (wait_s := self._next_draw - time.monotonic()) > 0:
+                    if self._between is not None:  # (requests do not notify while a picture is due)
+                        until = next_between - time.monotonic()
+                        if until <= 0 and self._requests != self._seen:
+                            break
+                        wait_s = min(wait_s, max(until, self.between_every_s / 4))
                     self._cond.wait(wait_s)
                 if self.closed:
                     return
-                self._dirty = False
+                picture = self._next_draw <= time.monotonic()
+                self._dirty = self._dirty and not picture
+                self._seen = self._requests
+            if not picture:
+                next_between = time.monotonic() + self.between_every_s
+                self._between()
+                continue
             started, cpu = time.monotonic(), time.thread_time()
             self._draw()
             took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
             pause = time.monotonic() - started + took * (1.0 / self._fraction() - 1.0)
-            if self.max_pause_s is not None:
-                pause = min(pause, self.max_pause_s)
             self._next_draw = started + max(self.min_interval_s, pause)
 
     def _fraction(self):
