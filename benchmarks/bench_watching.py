@@ -18,9 +18,11 @@ plain step and of a `FULL_TRACE` step.
     python benchmarks/bench_watching.py                      # both modes, 10 pairs each
     python benchmarks/bench_watching.py --modes async,aa --pairs 10 # aa: the control, both plain
     python benchmarks/bench_watching.py --modes async --pairs 10 --steps 8000 --busy-fraction 0.1
+    python benchmarks/bench_watching.py --modes async --pairs 4 --threads  # which threads pay
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -122,23 +124,77 @@ def one_round(cluster, mode, steps, watched, trace=False):
     return sum(rates), results["worker:0"], cpu_share
 
 
-def measure(cluster, mode, pairs, steps):
-    """Pairs of rounds in ABBA order: ``(rates {watched: [...]}, shares {...}, ratios)``.
-    Mode ``aa`` is async with both rounds of a pair plain: the noise floor of the ratio."""
+def thread_counters(pids):
+    """``{(process, tid, name): (cpu_s, voluntary, involuntary context switches)}`` of every
+    thread of `pids` (``{label: pid}``), from ``/proc`` (the scheduler's own CPU time)."""
+    out = {}
+    for label, pid in pids.items():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            base = f"/proc/{pid}/task/{tid}"
+            try:
+                with open(f"{base}/comm") as f:
+                    name = f.read().strip()
+                with open(f"{base}/schedstat") as f:
+                    cpu_s = int(f.read().split()[0]) / 1e9
+                with open(f"{base}/status") as f:
+                    status = dict(line.split(":", 1) for line in f if ":" in line)
+            except (FileNotFoundError, ProcessLookupError):  # (a thread that ended meanwhile)
+                continue
+            switches = int(status["voluntary_ctxt_switches"]), int(status["nonvoluntary_ctxt_switches"])
+            out[label, int(tid), name] = (cpu_s, *switches)
+    return out
+
+
+def per_step(before, after, steps):
+    """Each thread's CPU (us) and context switches (per 1,000) per step between two counters."""
+    out = {}
+    for key, (cpu_s, vol, invol) in after.items():
+        cpu0, vol0, invol0 = before.get(key, (0.0, 0, 0))
+        out[key] = ((cpu_s - cpu0) / steps * 1e6, (vol - vol0) / steps * 1e3, (invol - invol0) / steps * 1e3)
+    return out
+
+
+def measure(cluster, mode, pairs, steps, threads=False):
+    """Pairs of rounds in ABBA order: ``(rates {watched: [...]}, shares {...}, ratios, counts)``;
+    `counts` (with `threads`): ``{watched: [per_step(...) of each round]}``. Mode ``aa`` is
+    async with both rounds of a pair plain: the noise floor of the ratio."""
     rates, shares, ratios = {False: [], True: []}, {False: [], True: []}, []
+    counts = {False: [], True: []}
+    pids = {f"{job}{index}": pid for (job, index), pid in cluster.pids.items()} | {"notebook": os.getpid()}
     control, mode = mode == "aa", "async" if mode == "aa" else mode
     one_round(cluster, mode, steps // 4, False)  # warm-up: imports, first planning
     for pair in range(pairs):
         rate = {}
         for watched in (False, True) if pair % 2 == 0 else (True, False):
+            before = thread_counters(pids) if threads else None
             rate[watched], _, share = one_round(cluster, mode, steps, watched and not control)
+            if threads:
+                done = steps * 2 if mode == "async" else steps  # all local steps (async), global (sync)
+                counts[watched].append(per_step(before, thread_counters(pids), done))
             rates[watched].append(rate[watched])
             shares[watched].append(share)
         ratios.append(rate[True] / rate[False])
-    return rates, shares, ratios
+    return rates, shares, ratios, counts
 
 
-def print_mode(mode, rates, shares, ratios):
+def print_threads(counts, min_cpu_us=0.5):
+    """Per thread, the median over rounds of its CPU and context switches per step, plain vs
+    watched: which threads watching costs (a thread below `min_cpu_us` in both is left out)."""
+    medians = {}
+    for watched, rounds in counts.items():
+        for key in {k for r in rounds for k in r}:
+            rows = [r[key] for r in rounds if key in r]
+            medians.setdefault(key, {})[watched] = [statistics.median(x[i] for x in rows) for i in range(3)]
+    print("  per thread, per step (medians): CPU us, voluntary / involuntary switches per 1,000 steps")
+    for key in sorted(medians):
+        plain, watched = medians[key].get(False, [0, 0, 0]), medians[key].get(True, [0, 0, 0])
+        if max(plain[0], watched[0]) < min_cpu_us:
+            continue
+        row = "plain {:6.1f} us {:6.1f} / {:5.1f}   watched {:6.1f} us {:6.1f} / {:5.1f}"
+        print(f"    {key[0]:>9} {key[2]:<12} {key[1]:>7}: " + row.format(*plain, *watched))
+
+
+def print_mode(mode, rates, shares, ratios, counts):
     unit = "global steps/s" if mode == "sync" else "all workers' local steps/s"
     if mode == "aa":
         print(f"aa (async, control: both rounds of a pair plain, the ratio's noise): {unit}:")
@@ -157,6 +213,8 @@ def print_mode(mode, rates, shares, ratios):
         f"  this process (the notebook) used {statistics.median(shares[True]) * 100:.1f}% of a core per "
         f"watched round, {statistics.median(shares[False]) * 100:.1f}% per plain round (medians)"
     )
+    if counts[True]:
+        print_threads(counts)
 
 
 def main():
@@ -174,6 +232,9 @@ def main():
     parser.add_argument(
         "--busy-fraction", type=float, default=None, help="the dashboard's drawing budget (default: its own)"
     )
+    parser.add_argument(
+        "--threads", action="store_true", help="also each thread's CPU and context switches per step (/proc)"
+    )
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in ("async", "sync", "aa") for m in modes):
@@ -184,7 +245,7 @@ def main():
         dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
         for mode in modes:
             steps = args.steps // 2 if mode == "sync" else args.steps
-            results[mode] = measure(cluster, mode, args.pairs, steps)
+            results[mode] = measure(cluster, mode, args.pairs, steps, args.threads)
         dash.stop()
         _, (_, plain_s, traced_s), _ = one_round(cluster, "async", 50, False, trace=True)
     for mode in modes:
