@@ -74,7 +74,7 @@ class Publisher:
         self._lock = threading.Lock()  # sending: stamped and sent in order, by one thread at a time
         self.sent = 0  # events handed to the socket
         self.messages = 0  # the messages (batches) they went in
-        self.dropped = 0  # events dropped: the socket's buffer was full
+        self.dropped = 0  # events dropped: the socket's buffer was full, or the publisher closed
         self._pending = collections.deque()  # events held until the window since the last send ends
         self._last_send = 0.0  # time.monotonic() of the last send
         self._held = False  # the flusher minds held events (it is woken, or awake)
