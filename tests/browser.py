@@ -343,19 +343,29 @@ def expect_graph_with_task_colors(page, timeout_ms=120_000):
 
 
 def loss_pictures_while_training(page, timeout_s=90):
-    """Distinct ``src`` values of the dashboard's loss image until the dashboard says stopped."""
+    """Distinct states of the dashboard - ``(loss image src, headline)`` - until it says
+    stopped. While training keeps the cores busy pictures are budgeted (a few in a short run)
+    and the headline's numbers (global step, reports) change every second between them."""
     curve, status = page.locator("img.nbdist-loss"), page.locator(".nbdist-dashboard-title")
     expect(curve).to_be_visible(timeout=60_000)
     assert curve.evaluate("img => img.naturalWidth") > 0
     seen, deadline = [], time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        src = curve.get_attribute("src")
-        if src and (not seen or seen[-1] != src):
-            seen.append(src)
-        if "(stopped)" in status.inner_text():
+        state = (curve.get_attribute("src"), status.inner_text())
+        if state[0] and (not seen or seen[-1] != state):
+            seen.append(state)
+        if "(stopped)" in state[1]:
             break
         time.sleep(0.2)
     return seen
+
+
+def expect_live_dashboard(seen):
+    """The dashboard changed while training ran: a new picture at least once (the final one,
+    at the least) and its numbers at least three times."""
+    pictures = {src for src, _ in seen}
+    assert len(pictures) >= 2, f"the loss picture changed only {len(pictures) - 1} times"
+    assert len({text for _, text in seen}) >= 3, f"the dashboard's headline changed only: {seen}"
 
 
 def widget_errors(page):
@@ -370,8 +380,7 @@ def expect_live_notebook_rendered(page):
     expect_graph_with_task_colors(page)
     expect(page.locator("img.nbdist-loss")).to_be_visible(timeout=60_000)
     saved_before = saved_static_png(page)
-    seen = loss_pictures_while_training(page)
-    assert len(set(seen)) >= 3, f"the loss picture changed only {len(set(seen))} times"
+    expect_live_dashboard(loss_pictures_while_training(page))
     expect(page.locator(".nbdist-dashboard-table")).to_contain_text("/job:worker/task:1")
     expect(page.locator(".jp-OutputArea-output", has_text="training finished")).to_be_visible(timeout=60_000)
     assert not widget_errors(page), page.console_errors

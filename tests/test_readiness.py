@@ -1,6 +1,7 @@
 """readiness.Poller: the serving loop's wait on ZeroMQ sockets (by their edge-triggered
 ``ZMQ_FD``) and plain descriptors at once. Real ZeroMQ sockets and Unix sockets."""
 
+import itertools
 import socket
 import time
 
@@ -10,13 +11,15 @@ import zmq
 from nbdist.runtime import readiness
 from nbdist.runtime.transport import context
 
+_PAIRS = itertools.count()
+
 
 @pytest.fixture
 def pair():
     """A ROUTER and a DEALER connected to it over inproc, a message waiting at the DEALER."""
     ctx = context()
     router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
-    address = f"inproc://readiness-{id(router)}"
+    address = f"inproc://readiness-{next(_PAIRS)}"  # (not id(): a closed socket unbinds late)
     router.bind(address)
     dealer.connect(address)
     dealer.send(b"ping")
