@@ -287,7 +287,7 @@ class MetricsHistory:
                 lo, hi = (mid + 1, hi) if t_last - events[mid][0] > window_s else (lo, mid)
             j = lo
         for i in range(first, len(events)):
-            t, m = events[i][0], events[i][2]  # (a snapshot's triples, or the kept events)
+            t, m = events[i][0], events[i][2]  # (a snapshot's triples, or the kept quadruples)
             while t - events[j][0] > window_s:
                 j += 1
             if i > j and t > events[j][0]:
@@ -306,14 +306,13 @@ class MetricsHistory:
                 out.append((t, g))
         return out
 
-    def summary(self, data=None):
+    def summary(self):
         """``{"global_step", "tasks": {task: {"loss", "steps_per_s", "reports"}}, "events"}`` of
-        the latest values: of `data` (a `snapshot` already taken), or read in place (cheap:
-        nothing is copied, for a status line refreshed often)."""
+        the latest values, read in place (cheap: nothing is copied, for a status line
+        refreshed often)."""
         with self._lock:
-            events = self._events if data is None else data
             tasks = {}
-            for task, ev in sorted(events.items(), key=lambda kv: task_sort_key(kv[0])):
+            for task, ev in sorted(self._events.items(), key=lambda kv: task_sort_key(kv[0])):
                 rates = self.rates(ev, self.rate_window_s, last_only=True)
                 loss = next((e[2]["loss"] for e in reversed(ev) if "loss" in e[2]), None)
                 tasks[task] = {

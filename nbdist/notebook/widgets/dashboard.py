@@ -130,8 +130,8 @@ class Dashboard(_VBox):
     def flush(self):
         """Redraws now from the calling thread (sets widget state only)."""
         with self._draw_lock:
-            data = self.history.snapshot()  # (one copy for the table and the picture)
-            summary = self.history.summary(data)
+            data = self.history.snapshot()
+            summary = self.history.summary()
             live = not self._redrawer.closed
             self.png = self.plot.png(
                 self.history, title=_headline(self.title_text, summary), final=not live, data=data
@@ -201,7 +201,7 @@ class Dashboard(_VBox):
 
 
 def _headline(title, summary):
-    """``"<title> — global step N · 2 replicas · M reports"`` (without a title: from the step)."""
+    """``"<title> — global step N · 2 replicas · M reports"`` (without a title: ``"global step N ..."``)."""
     gs, replicas = summary["global_step"], len(summary["tasks"])
     headline = (
         f"global step {'—' if gs is None else int(gs)} · {replicas} replica{'' if replicas == 1 else 's'}"
