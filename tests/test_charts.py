@@ -199,3 +199,42 @@ def test_the_fast_png_encoder_keeps_every_pixel():
     image.load()
     assert (image.mode, image.size) == ("RGB", (13, 7))
     assert np.array_equal(np.asarray(image), rgba[:, :, :3])
+
+
+def test_a_batch_in_columns_is_recorded_as_its_events_one_by_one():
+    """The dashboard reads a task's reports a batch at a time (`MetricBatch`), skipping the
+    rows it would forget at once: what it keeps, counts and shows must be what adding the
+    events one by one gives, across thinning, dropped counts and the global step."""
+    import random
+
+    from nbdist.task.metric_batch import MetricBatch
+
+    rng = random.Random(7)
+    one_by_one = charts.MetricsHistory(max_points=50, rate_window_s=1.0)
+    in_batches = charts.MetricsHistory(max_points=50, rate_window_s=1.0)
+    step = {0: 0, 1: 0}
+    for _ in range(120):
+        w = rng.randrange(2)
+        task = f"/job:worker/task:{w}"
+        events = []
+        for _ in range(rng.randrange(1, 12)):
+            step[w] += 1
+            t = 100.0 + step[w] / 50 + w / 1000
+            events.append(metric(task, step[w], t, loss=1.0 / step[w], dropped=float(step[w] % 7 == 0)))
+        for event in events:
+            one_by_one.add(event)
+        names = ["loss", "dropped"]
+        in_batches.add_batch(
+            MetricBatch(
+                task,
+                names,
+                [e["step"] for e in events],
+                [e["time"] for e in events],
+                [[e["metrics"][n] for e in events] for n in names],
+            )
+        )
+    assert in_batches.snapshot() == one_by_one.snapshot()
+    assert in_batches.summary() == one_by_one.summary()
+    assert (in_batches.count, in_batches.names) == (one_by_one.count, one_by_one.names)
+    kept = in_batches.snapshot()["/job:worker/task:0"]
+    assert len(kept) < 50 and sum(m["dropped"] for _, _, m in kept) == step[0] // 7

@@ -43,7 +43,7 @@ def local_stream():
     """The in-process stream that report() uses in the notebook, emptied first."""
     stream = events.current_stream()
     assert not stream.collecting
-    stream._history.clear()
+    stream.clear()
     return stream
 
 
@@ -253,6 +253,79 @@ def _comm(tid):
             return f.read()
     except FileNotFoundError:  # (a thread that ended meanwhile)
         return ""
+
+
+def test_reports_travel_in_columns_to_metric_subscribers_and_as_dicts_to_the_others(collector, publisher):
+    """A window of reports is one `MetricBatch` per run of alike events: `subscribe_metrics`
+    gets the batch, `subscribe` callbacks and the history the same events as dicts, and a
+    callback for another kind is not called (and no dict is made for it)."""
+    batches, dicts, heartbeats = [], [], []
+    collector.subscribe_metrics(batches.append)
+    collector.subscribe(dicts.append, kind="metric")
+    collector.subscribe(heartbeats.append, kind="heartbeat")
+    reports = [
+        {
+            "kind": "metric",
+            "step": i,
+            "time": 100.0 + i,
+            "metrics": {"loss": 1.0 / (i + 1), "local_step": i + 1},
+        }
+        for i in range(50)
+    ]
+    for event in reports:
+        publisher.publish(dict(event))
+    publisher.publish({"kind": "heartbeat", "time": 200.0, "rss_bytes": 7})
+    publisher.flush()
+    assert wait_for(lambda: sum(map(len, batches)) == 50 and heartbeats)
+    expected = [{**event, "task": "/job:worker/task:0"} for event in reports]
+    assert len(batches) < 10  # (the first report goes at once, the others with the window after it)
+    assert [e for b in batches for e in b.events()] == expected
+    assert dicts == expected and collector.history("metric") == expected
+    assert [e["rss_bytes"] for e in heartbeats] == [7]
+    assert collector.rejected == 0
+
+
+def test_a_malformed_batch_of_metrics_is_counted_and_the_rest_of_the_message_delivered(collector):
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(collector.address)
+    good = ["/job:worker/task:1", ["loss"], [1, 2], [1.0, 2.0], [[0.5, 0.4]]]
+    bad = ["/job:worker/task:1", ["loss"], [3], [3.0], [["not a number"]]]
+    body = {
+        "events": [{"kind": "heartbeat", "task": "/job:worker/task:1", "time": 1.0}],
+        "metrics": [bad, good],
+    }
+    try:
+        sock.send_multipart(wire.encode("Events", 0, body, KEY, wire.SenderStamp()))
+        assert wait_for(lambda: len(collector.history()) == 3)
+    finally:
+        sock.close()
+    assert collector.rejected == 1
+    assert [e["kind"] for e in collector.history()] == ["heartbeat", "metric", "metric"]
+    assert [e["step"] for e in collector.history("metric")] == [1, 2]
+
+
+def test_history_of_batches_is_bounded_by_events_and_keeps_the_newest():
+    from nbdist.task.metric_batch import MetricBatch
+
+    stream = events.EventStream(history_size=5)
+    stream.publish({"kind": "heartbeat", "task": "t"})
+    for first in (0, 3, 6):
+        steps = [first, first + 1, first + 2]
+        stream.publish_metrics(MetricBatch("t", ["loss"], steps, [float(s) for s in steps], [[1.0] * 3]))
+    assert [e["step"] for e in stream.history()] == [4, 5, 6, 7, 8]
+    stream.clear()
+    assert stream.history() == []
+
+
+def test_an_event_published_alone_reaches_metric_subscribers_as_a_batch_of_one():
+    stream, batches = events.EventStream(), []
+    stream.subscribe_metrics(batches.append)
+    stream.publish({"kind": "metric", "task": "notebook", "step": 2, "time": 5.0, "metrics": {"loss": 0.5}})
+    stream.publish({"kind": "heartbeat", "task": "notebook"})
+    stream.publish({"kind": "metric", "metrics": "not metrics"})
+    assert [(b.task, b.steps, b.columns) for b in batches] == [("notebook", [2], [[0.5]])]
+    assert stream.callback_errors == 1
 
 
 def test_closed_collector_keeps_its_history(collector, publisher):

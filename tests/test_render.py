@@ -100,7 +100,7 @@ def test_a_trace_event_from_a_task_draws_as_its_run_metadata(traced):
     from nbdist.runtime import wire
 
     stream = events.current_stream()
-    stream._history.clear()
+    stream.clear()
     events.report_trace(traced.md, step=2)
     (sent,) = stream.history("trace")
     event = wire.decode(wire.encode("Event", 0, {"event": sent}))["event"]

@@ -22,7 +22,7 @@ def local_stream():
     """The in-process stream `tf.report` publishes to in the notebook, emptied first."""
     stream = events.current_stream()
     assert not stream.collecting
-    stream._history.clear()
+    stream.clear()
     return stream
 
 

@@ -213,6 +213,20 @@ def test_a_dashboard_without_replay_shows_only_what_is_reported_from_now_on():
     assert list(dash.history.summary()["tasks"]) == ["/job:worker/task:1"]
 
 
+def test_a_dashboard_reads_a_batch_in_columns_from_its_stream_and_without_replay_only_its_later_rows():
+    from nbdist.task.metric_batch import MetricBatch
+
+    stream = EventStream()
+    dash = widgets.Dashboard(stream, replay=False)
+    now = time.time()
+    stream.publish_metrics(
+        MetricBatch("/job:worker/task:0", ["loss"], [1, 2, 3], [now - 1, now + 1, now + 2], [[0.9, 0.8, 0.7]])
+    )
+    dash.stop()
+    assert dash.history.count == 2
+    assert dash.history.summary()["tasks"]["/job:worker/task:0"]["loss"] == 0.7
+
+
 def test_dashboard_defaults_to_the_current_event_stream():
     dash = widgets.Dashboard()
     tf.report(step=4, loss=0.25)

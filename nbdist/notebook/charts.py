@@ -16,7 +16,6 @@ import io
 import math
 import struct
 import threading
-import time
 import zlib
 
 import numpy as np
@@ -31,6 +30,7 @@ from nbdist.notebook.graph_model import (
     task_color,
     task_sort_key,
 )
+from nbdist.task.metric_batch import MetricBatch
 
 
 # -- placement ------------------------------------------------------------------------------------------
@@ -240,28 +240,54 @@ class MetricsHistory:
         """Records `event`; returns False (ignoring it) unless it is a metric event."""
         if not isinstance(event, dict) or event.get("kind", "metric") != "metric":
             return False
-        metrics = dict(event.get("metrics") or {})
-        t = float(event.get("time") or time.time())
-        task = event.get("task") or "notebook"
+        return self.add_batch(MetricBatch.of(event))
+
+    def add_batch(self, batch):
+        """Records the events of `batch` (a `MetricBatch`, one task's, in order); returns
+        whether there were any.
+
+        A row that would be forgotten at once (not one of the kept numbers, not the last of
+        the batch) only adds to the counts: no dict is made for it.
+        """
+        n = len(batch)
+        if not n:
+            return False
+        task, names = batch.task, batch.names
+        times = batch.times
+        dropped = names.index("dropped") if "dropped" in names else None
+        global_steps = batch.columns[names.index("global_step")] if "global_step" in names else batch.steps
+        reached = max((v for v in global_steps if v is not None), default=None)
         with self._lock:
-            self.t0 = t if self.t0 is None else min(self.t0, t)
-            self._reports[task] += 1
+            first = min(times)
+            self.t0 = first if self.t0 is None else min(self.t0, first)
             number = self._reports[task]
-            metrics.setdefault("local_step", number)
+            self._reports[task] = number + n
             series = self._events.setdefault(task, [])
             stride = self._stride.setdefault(task, 1)
-            if series and (series[-1][3] - 1) % stride:  # the last was kept only as the latest
-                _carry_dropped(series.pop()[2], metrics)
-            step = event.get("step")
-            series.append((t, step, metrics, number))
-            reached = metrics.get("global_step", step)
+            carried = 0.0  # the dropped counts of rows forgotten at once, for the next one kept
+            for i, (t, step, *values) in enumerate(zip(times, batch.steps, *batch.columns)):
+                number += 1
+                if (number - 1) % stride and i != n - 1:
+                    if dropped is not None:
+                        carried += values[dropped]
+                    continue
+                metrics = dict(zip(names, values))
+                metrics.setdefault("local_step", number)
+                if carried:
+                    metrics["dropped"] = metrics.get("dropped", 0.0) + carried
+                    carried = 0.0
+                if series and (series[-1][3] - 1) % stride:  # the last was kept only as the latest
+                    _carry_dropped(series.pop()[2], metrics)
+                series.append((float(t), step, metrics, number))
+                if len(series) >= self._max_points:
+                    stride *= 2
+                    self._stride[task] = stride
+                    series = self._events[task] = _keep_every(series, stride)
             if reached is not None and (self._global_step is None or reached > self._global_step):
                 self._global_step = reached
-            if len(series) >= self._max_points:
-                self._stride[task] = stride * 2
-                self._events[task] = _keep_every(series, stride * 2)
-            self.names.update(metrics)
-            self.count += 1
+            self.names.update(names)
+            self.names.add("local_step")
+            self.count += n
         return True
 
     def reports(self, task):

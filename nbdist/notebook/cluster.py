@@ -222,7 +222,7 @@ class LocalCluster:
                 return self
             if self.events is None or not self.events.collecting:
                 self.events = events_lib.EventStream(self.key, collect=True)
-                self.events.subscribe(self._on_event)
+                self.events.subscribe(self._on_event, kind="heartbeat")
                 self._env[events_lib.EVENTS_ENV] = self.events.address
             if self.key is not None:
                 os.environ[wire.KEY_ENV] = self.key.hex()
@@ -396,9 +396,8 @@ class LocalCluster:
         with self._lock:
             return {k: t.pid for k, t in self._tasks.items()}
 
-    def _on_event(self, event):
-        if event.get("kind") == "heartbeat":
-            self._heartbeats[event.get("task")] = (time.monotonic(), event.get("rss_bytes", 0))
+    def _on_event(self, event):  # (a heartbeat)
+        self._heartbeats[event.get("task")] = (time.monotonic(), event.get("rss_bytes", 0))
 
     def status(self):
         """One dict per task (``job``, ``index``, ``address``, ``pid``, ``alive``, ``heartbeat_age_s``)

@@ -47,12 +47,23 @@ from nbdist.task.events import (  # noqa: F401 - the task side, re-exported for 
     start_task_publisher,
     task_publisher,
 )
+from nbdist.task.metric_batch import MetricBatch
 
 HISTORY_SIZE = 10_000
 
 
+def _count(item):
+    """How many events an item of the history holds (a `MetricBatch` or one event)."""
+    return len(item) if isinstance(item, MetricBatch) else 1
+
+
 class EventStream:
     """A thread-safe, subscribable stream of event dicts with a bounded history.
+
+    Metric events pushed by tasks arrive in columns (`MetricBatch`, a task's reports of one
+    window): `subscribe_metrics` hands them over as they came, which is what a live
+    dashboard reads; a dict per event is made only for `subscribe` callbacks that take
+    metric events and for `history`.
 
     Args:
         key: the cluster key that pushed events must be signed with (None: unsigned).
@@ -63,11 +74,16 @@ class EventStream:
 
     def __init__(self, key=None, collect=False, history_size=HISTORY_SIZE):
         self._lock = threading.Lock()
-        self._subscribers = []
-        self._history = collections.deque(maxlen=history_size)
+        self._subscribers = []  # (callback, kind): called per event dict (of that kind; None: all)
+        self._batch_subscribers = []  # called per MetricBatch
+        self._history = collections.deque()  # event dicts and MetricBatches, oldest first
+        self._kept = 0  # the events in _history
+        self.history_size = history_size
         self._key = key
         self._replay_guard = wire.ReplayGuard()
-        self.rejected = 0  # pushed messages that failed the signature, replay or format check
+        self.rejected = (
+            0  # pushed messages (or their events) that failed the signature, replay or format check
+        )
         self.callback_errors = 0
         self.address = None
         self._socket = None
@@ -102,15 +118,31 @@ class EventStream:
             except wire.WireError:
                 self.rejected += 1
                 continue
-            # A task sends its events in batches (``Events``); one ``Event`` is accepted too.
-            batch = msg.get("events") if msg["type"] == "Events" else [msg.get("event")]
-            if not isinstance(batch, list):
+            self._deliver(msg)
+        sock.close(linger=0)
+
+    def _deliver(self, msg):
+        # A task sends its events in batches (``Events``: metric events in columns, the others
+        # as dicts); one ``Event`` is accepted too.
+        if msg["type"] == "Events":
+            batch, groups = msg.get("events", []), msg.get("metrics", [])
+        else:
+            batch, groups = [msg.get("event")], []
+        if not isinstance(batch, list) or not isinstance(groups, list):
+            self.rejected += 1
+            return
+        valid = [e for e in batch if isinstance(e, dict) and e.get("kind") in KINDS]
+        self.rejected += len(batch) - len(valid)
+        if valid:
+            self.publish_many(valid)
+        for group in groups:
+            try:
+                metrics = MetricBatch.from_wire(group)
+            except ValueError:
                 self.rejected += 1
                 continue
-            valid = [e for e in batch if isinstance(e, dict) and e.get("kind") in KINDS]
-            self.rejected += len(batch) - len(valid)
-            self.publish_many(valid)
-        sock.close(linger=0)
+            if len(metrics):
+                self.publish_metrics(metrics)
 
     def publish(self, event):
         """Adds `event` to the history and calls every subscriber with it (in this thread)."""
@@ -119,17 +151,56 @@ class EventStream:
     def publish_many(self, events):
         """`publish` for each of `events`, in order (one lock for the lot: a task's batch)."""
         with self._lock:
-            self._history.extend(events)
+            self._keep(events, len(events))
             subscribers = list(self._subscribers)
+            batch_subscribers = list(self._batch_subscribers)
         for event in events:
-            for callback in subscribers:
+            is_dict = isinstance(event, dict)
+            kind = event.get("kind") if is_dict else None
+            for callback, wanted in subscribers:
+                if wanted is None or wanted == kind:
+                    self._call(callback, event)
+            # (for metric subscribers, as for charts.MetricsHistory, a dict without a kind is a metric)
+            if batch_subscribers and is_dict and event.get("kind", "metric") == "metric":
                 try:
-                    callback(event)
-                except Exception:  # noqa: BLE001 - one broken subscriber must not stop the others
+                    metrics = MetricBatch.of(event)
+                except (TypeError, ValueError):  # not a metric event after all
                     self.callback_errors += 1
+                    continue
+                for callback in batch_subscribers:
+                    self._call(callback, metrics)
 
-    def subscribe(self, callback):
-        """Calls ``callback(event)`` for every later event, on the collector thread.
+    def publish_metrics(self, batch):
+        """Adds the metric events of `batch` (a `MetricBatch`) to the history and hands them to
+        the subscribers: the batch itself to `subscribe_metrics` callbacks, each event as a
+        dict to `subscribe` callbacks that take metric events (in this thread)."""
+        with self._lock:
+            self._keep((batch,), len(batch))
+            subscribers = [callback for callback, kind in self._subscribers if kind in (None, "metric")]
+            batch_subscribers = list(self._batch_subscribers)
+        if subscribers:
+            for event in batch.events():
+                for callback in subscribers:
+                    self._call(callback, event)
+        for callback in batch_subscribers:
+            self._call(callback, batch)
+
+    def _keep(self, items, count):  # (under the lock)
+        history = self._history
+        history.extend(items)
+        self._kept += count
+        while history and self._kept - _count(history[0]) >= self.history_size:
+            self._kept -= _count(history.popleft())
+
+    def _call(self, callback, what):
+        try:
+            callback(what)
+        except Exception:  # noqa: BLE001 - one broken subscriber must not stop the others
+            self.callback_errors += 1
+
+    def subscribe(self, callback, kind=None):
+        """Calls ``callback(event)`` for every later event (only those of `kind` when given),
+        on the collector thread.
 
         Returns:
             A function that unsubscribes (idempotent).
@@ -139,21 +210,52 @@ class EventStream:
         """
         if not callable(callback):
             raise TypeError(f"subscribe() needs a callable taking one event dict, got {callback!r}")
+        return self._add_subscriber(self._subscribers, (callback, kind))
+
+    def subscribe_metrics(self, callback):
+        """Calls ``callback(batch)`` with the later metric events in columns, a `MetricBatch`
+        at a time (a task's reports as they came; an event published alone is a batch of
+        one), on the collector thread: the cheap way to follow many events a second.
+
+        Returns:
+            A function that unsubscribes (idempotent).
+
+        Raises:
+            TypeError: if `callback` is not callable.
+        """
+        if not callable(callback):
+            raise TypeError(f"subscribe_metrics() needs a callable taking a MetricBatch, got {callback!r}")
+        return self._add_subscriber(self._batch_subscribers, callback)
+
+    def _add_subscriber(self, subscribers, entry):
         with self._lock:
-            self._subscribers.append(callback)
+            subscribers.append(entry)
 
         def unsubscribe():
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                if entry in subscribers:
+                    subscribers.remove(entry)
 
         return unsubscribe
 
     def history(self, kind=None):
-        """A list of the kept events, oldest first; only those of `kind` when given."""
+        """A list of the kept events (dicts), oldest first; only those of `kind` when given."""
         with self._lock:
-            events = list(self._history)
+            kept, items = self._kept, list(self._history)
+        events = []
+        for item in items:
+            if isinstance(item, MetricBatch):
+                events.extend(item.events())
+            else:
+                events.append(item)
+        events = events[max(0, kept - self.history_size) :]  # (the oldest batch may be kept in part)
         return events if kind is None else [e for e in events if e.get("kind") == kind]
+
+    def clear(self):
+        """Forgets the history (subscribers stay)."""
+        with self._lock:
+            self._history.clear()
+            self._kept = 0
 
     def close(self, wait_s=0.0):
         """Stops collecting (the history stays readable). Idempotent.
@@ -172,7 +274,7 @@ class EventStream:
 
     def __repr__(self):
         where = f"collecting at {self.address}" if self.collecting else "in-process"
-        return f"<nbdist EventStream {where}, {len(self._history)} events kept>"
+        return f"<nbdist EventStream {where}, {min(self._kept, self.history_size)} events kept>"
 
 
 # -- the notebook side: which stream is active ---------------------------------------------------

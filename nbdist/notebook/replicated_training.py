@@ -283,7 +283,7 @@ def _metric(task, step, now, **metrics):
 def _between_graph(cluster, settings, data, labels, on_event, stop, streams, trace):
     """Every worker task runs its own client: `async_worker` or `sync_worker`, sent to it as a
     ``%%dtf_worker``-style cell; their `tf.report` events come back on the cluster's stream."""
-    unsubscribe = cluster.events.subscribe(lambda e: e.get("kind") == "metric" and on_event(e))
+    unsubscribe = cluster.events.subscribe(on_event, kind="metric")
     tasks = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(settings.workers)]
     kwargs = {"n_ps": settings.ps, "steps": settings.steps, "batch": settings.batch, "seed": settings.seed}
     if settings.mode == "sync":

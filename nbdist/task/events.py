@@ -12,8 +12,9 @@ Events travel in batches (an ``Events`` message): an event after a quiet spell o
 follow it are held, and a flusher thread sends them when the window since the last send
 ends. A worker reporting after every one of its 1,000 steps a second so sends some 20
 messages a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
-the notebook and cost the training on its cores - and its training thread only appends to
-a deque: encoding and sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
+the notebook and cost the training on its cores - its metric events travel in columns
+(`nbdist.task.metric_batch`), and its training thread only appends to a deque: encoding and
+sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
 that never preempts a step (measured in docs/benchmarks.md, "What watching costs
 training"). What a process holds back is also sent when it exits (`flush`; ``python -m
 nbdist.server`` flushes before it stops).
@@ -30,6 +31,7 @@ import numpy as np
 import zmq
 
 from nbdist.runtime import sched, wire
+from nbdist.task import metric_batch
 
 EVENTS_ENV = "NBDIST_EVENTS"
 TASK_ENV = "NBDIST_TASK"
@@ -126,7 +128,8 @@ class Publisher:
             if not batch:  # another thread sent them
                 return True
             self._last_send = time.monotonic()
-            frames = wire.encode("Events", 0, {"events": batch}, self._key, self._stamp)
+            others, metrics = metric_batch.pack(batch)
+            frames = wire.encode("Events", 0, {"events": others, "metrics": metrics}, self._key, self._stamp)
             try:
                 self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
             except zmq.Again:

@@ -43,8 +43,9 @@ class Dashboard(_VBox):
 
     Args:
         source: an object with ``subscribe(callback) -> unsubscribe`` (and optionally
-            ``history(kind)``), e.g. `nbdist.notebook.events.current_stream()` (the default).
-            Events already in its history are shown too.
+            ``history(kind)``, and ``subscribe_metrics`` to take metric events in columns),
+            e.g. `nbdist.notebook.events.current_stream()` (the default). Events already in
+            its history are shown too.
         title: the heading.
         max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
         busy_fraction: at most this share of one core is spent drawing pictures while the
@@ -117,13 +118,24 @@ class Dashboard(_VBox):
         if callable(getattr(source, "history", None)) and self._since is None:
             for event in source.history(kind="metric"):
                 self.history.add(event)
-        self._unsubscribe = source.subscribe(self.update)
+        subscribe_metrics = getattr(source, "subscribe_metrics", None)  # (an EventStream: in columns)
+        if callable(subscribe_metrics):
+            self._unsubscribe = subscribe_metrics(self.update_batch)
+        else:
+            self._unsubscribe = source.subscribe(self.update)
 
     def update(self, event):
         """Records one event (any thread; returns at once) and schedules a throttled redraw."""
         if self._since is not None and isinstance(event, dict) and (event.get("time") or 0) < self._since:
             return
         if self.history.add(event):
+            self._redrawer.request()
+
+    def update_batch(self, batch):
+        """`update` for the events of a `MetricBatch` (one task's, in columns)."""
+        if self._since is not None:
+            batch = batch.since(self._since)
+        if self.history.add_batch(batch):
             self._redrawer.request()
 
     # -- drawing -------------------------------------------------------------------------------------
