@@ -19,6 +19,7 @@ plain step and of a `FULL_TRACE` step.
     python benchmarks/bench_watching.py --modes async,aa --pairs 10 # aa: the control, both plain
     python benchmarks/bench_watching.py --modes async --pairs 10 --steps 8000 --busy-fraction 0.1
     python benchmarks/bench_watching.py --modes async --pairs 4 --threads  # which threads pay
+    python benchmarks/bench_watching.py --modes async --no-dashboard  # what the reports alone cost
 """
 
 import argparse
@@ -194,14 +195,15 @@ def print_threads(counts, min_cpu_us=0.5):
         print(f"    {key[0]:>9} {key[2]:<12} {key[1]:>7}: " + row.format(*plain, *watched))
 
 
-def print_mode(mode, rates, shares, ratios, counts):
+def print_mode(mode, rates, shares, ratios, counts, dashboard=True):
     unit = "global steps/s" if mode == "sync" else "all workers' local steps/s"
     if mode == "aa":
         print(f"aa (async, control: both rounds of a pair plain, the ratio's noise): {unit}:")
     else:
         print(f"{mode}: {unit}, per round (pairs in ABBA order):")
     print("  plain:   " + " / ".join(f"{r:.0f}" for r in rates[False]))
-    watched = "  (plain too: the control)" if mode == "aa" else "  (tf.report every step, dashboard on)"
+    watched = f"  (tf.report every step, dashboard {'on' if dashboard else 'off'})"
+    watched = "  (plain too: the control)" if mode == "aa" else watched
     print("  watched: " + " / ".join(f"{r:.0f}" for r in rates[True]) + watched)
     print("  watched / plain per pair: " + " / ".join(f"{r:.3f}" for r in ratios))
     ratio = statistics.median(ratios)
@@ -233,6 +235,9 @@ def main():
         "--busy-fraction", type=float, default=None, help="the dashboard's drawing budget (default: its own)"
     )
     parser.add_argument(
+        "--no-dashboard", action="store_true", help="reports only: no dashboard (what the reports alone cost)"
+    )
+    parser.add_argument(
         "--threads", action="store_true", help="also each thread's CPU and context switches per step (/proc)"
     )
     args = parser.parse_args()
@@ -242,14 +247,16 @@ def main():
     options = {} if args.busy_fraction is None else {"busy_fraction": args.busy_fraction}
     results = {}
     with tf.LocalCluster(ps=1, worker=2) as cluster:
-        dash = tf.Dashboard(cluster.events, **options)  # on all along; only watched rounds feed it
+        # on all along; only watched rounds feed it
+        dash = None if args.no_dashboard else tf.Dashboard(cluster.events, **options)
         for mode in modes:
             steps = args.steps // 2 if mode == "sync" else args.steps
             results[mode] = measure(cluster, mode, args.pairs, steps, args.threads)
-        dash.stop()
+        if dash is not None:
+            dash.stop()
         _, (_, plain_s, traced_s), _ = one_round(cluster, "async", 50, False, trace=True)
     for mode in modes:
-        print_mode(mode, *results[mode])
+        print_mode(mode, *results[mode], dashboard=not args.no_dashboard)
     print(
         f"one step on worker 0: plain {plain_s * 1000:.2f} ms, FULL_TRACE {traced_s * 1000:.2f} ms "
         f"({traced_s / plain_s:.2f}x)"

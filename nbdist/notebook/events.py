@@ -14,7 +14,7 @@ Transport: the notebook's `EventStream` binds a ZeroMQ PULL socket on 127.0.0.1 
 port); tasks get its address in ``$NBDIST_EVENTS`` and push (`nbdist.task.events`, the task
 side, re-exported here) with a small send buffer and ``NOBLOCK``: when the notebook falls
 behind, events are dropped (and counted), so a slow notebook never blocks training. A task's
-events within `COALESCE_S` (50 ms) of each other travel as one ``Events`` message. Events
+events within `COALESCE_S` (200 ms) of each other travel as one ``Events`` message. Events
 are signed with the cluster key (`nbdist.runtime.wire`)
 and the collector drops any it cannot verify.
 

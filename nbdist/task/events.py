@@ -10,8 +10,8 @@ are described in `nbdist.notebook.events`.
 Events travel in batches (an ``Events`` message): an event after a quiet spell of
 `COALESCE_S` (nothing held, nothing sent for that long) is sent at once; the ones that
 follow it are held, and a flusher thread sends them when the window since the last send
-ends. A worker reporting after every one of its 1,000 steps a second so sends some 20
-messages a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
+ends. A worker reporting after every one of its 1,000 steps a second so sends 5 messages
+a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
 the notebook and cost the training on its cores - its metric events travel in columns
 (`nbdist.task.metric_batch`), and its training thread only appends to a deque: encoding and
 sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
@@ -37,8 +37,8 @@ EVENTS_ENV = "NBDIST_EVENTS"
 TASK_ENV = "NBDIST_TASK"
 SEND_HWM = 100  # messages (batches of events) queued per task before new ones are dropped
 KINDS = ("metric", "heartbeat", "stream", "trace")
-COALESCE_S = 0.05  # events of one task within this window travel as one message...
-MAX_BATCH = 256  # ...of at most this many events (a publisher holding as many sends them itself)
+COALESCE_S = 0.2  # events of one task within this window travel as one message...
+MAX_BATCH = 1024  # ...of at most this many events (a publisher holding as many sends them itself)
 
 _context = None
 _context_lock = threading.Lock()
