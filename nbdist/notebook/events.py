@@ -81,9 +81,7 @@ class EventStream:
         self.history_size = history_size
         self._key = key
         self._replay_guard = wire.ReplayGuard()
-        self.rejected = (
-            0  # pushed messages (or their events) that failed the signature, replay or format check
-        )
+        self.rejected = 0  # pushed messages (or events in them) failing the signature, replay or format check
         self.callback_errors = 0
         self.address = None
         self._socket = None

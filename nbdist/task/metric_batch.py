@@ -84,9 +84,6 @@ class MetricBatch:
                 raise ValueError("a metric batch's values must be numbers")
         return cls(task, names, steps, times, columns)
 
-    def to_wire(self):
-        return [self.task, self.names, self.steps, self.times, self.columns]
-
     def events(self):
         """The batch as metric event dicts (made once; ``{"kind": "metric", "task", "step",
         "time", "metrics"}``, the form `report` documents)."""
