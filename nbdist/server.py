@@ -11,8 +11,8 @@ every interface; a pod's own IP). The cluster key signs every message: ``--key-f
 on the command line; ``$NBDIST_CLUSTER_KEY`` (hex) also works. ``--curve-key-file`` (or
 ``$NBDIST_CURVE_KEY_FILE``) encrypts with CURVE: `nbdist keys new DIR` makes both files.
 SIGTERM or SIGINT stop the server cleanly; with ``--parent-pid`` it also exits when that
-process dies (no orphans). Prints one line ``nbdist-server ready <task> <address> pid=<pid>``
-once it serves.
+process dies (no orphans). Prints one line ``nbdist-server ready <task> <address> pid=<pid>
+BLAS threads <n> (<why>)`` once it serves: the thread policy's choice (`nbdist.runtime.threads`).
 
 ``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.task.exec_service`; needs a cluster
 key), run on this process's main thread. With ``$NBDIST_EVENTS`` set (``tcp://127.0.0.1:port``
@@ -146,25 +146,6 @@ class _Shutdown(BaseException):
     """Raised in the main thread by SIGTERM/SIGINT: leaves whatever it is doing."""
 
 
-# Environment variables that set BLAS's thread count: when the user sets one, it rules.
-_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _one_blas_thread():
-    """Limits numpy's BLAS to one thread in this task process, unless the user chose a count.
-
-    Several task processes share the machine's cores, and each runs its kernels on its own
-    threads already: BLAS's default (one thread per core, in every process) oversubscribes
-    them. Measured on 2 cores while other processes ran: a 512x512 float32 matmul took 5.5 ms
-    with BLAS's 2 threads against 2.1 ms with one.
-    """
-    if any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
-        return
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only task processes need it
-
-    threadpool_limits(1, user_api="blas")
-
-
 def _serve(server, with_exec):
     """Serves until SIGTERM/SIGINT, then stops the server; returns the exit code (0)."""
     from nbdist.graph.device import Task  # noqa: PLC0415 - fast --help
@@ -187,7 +168,6 @@ def _serve(server, with_exec):
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
-    _one_blas_thread()
     try:
         task = Task(server.server_def.job_name, server.server_def.task_index).name
         os.environ["NBDIST_TASK"] = task
@@ -195,7 +175,11 @@ def _serve(server, with_exec):
             from nbdist.task import events  # noqa: PLC0415 - only tasks of a notebook's cluster
 
             events.start_task_publisher(task)
-        print(f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()}", flush=True)
+        print(
+            f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()} "
+            f"{server.threads.describe()}",
+            flush=True,
+        )
         if server.bind_address != server.address:
             print(f"nbdist-server: bound to {server.bind_address}", file=sys.stderr, flush=True)
         if service is not None:

@@ -14,6 +14,7 @@ import pytest
 import nbdist as tf
 from nbdist.notebook import cluster as cluster_lib
 from nbdist.notebook import render
+from nbdist.runtime import threads
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import REPO, alive, free_port, wait_gone
@@ -61,6 +62,7 @@ def test_status_text_lists_every_task():
             "ops_placed": {"Const": 2},
             "variables": {"w": {"nbytes": 8}},
             "heartbeat_age_s": 0.5,
+            "threads": {"blas": 1, "reason": "2 cores / 3 tasks on this host"},
         },
         {
             "job": "worker",
@@ -72,7 +74,10 @@ def test_status_text_lists_every_task():
         },
     ]
     text = render.status_text(rows)
-    assert "ps      0      localhost:1  12   yes (0.5 s ago)  2 MB  2    1 (8 B)" in text
+    assert (
+        "ps      0      localhost:1  12   yes (0.5 s ago)  2 MB  1 (2 cores / 3 tasks on this host)  2    1 (8 B)"
+        in text
+    )
     assert "worker  0      localhost:2  -    no: stopped" in text
 
 
@@ -186,6 +191,11 @@ def test_status_reports_each_task(cluster):
         assert r["pid"] == cluster.pids[("local", r["index"])]
         assert r["rss_bytes"] > 1_000_000
         assert {"steps_run", "ops_placed", "variables"} <= set(r)
+        # each task process gets its share of the cores (nbdist.runtime.threads), and says why
+        if not any(os.environ.get(v) for v in threads.BLAS_THREAD_VARS):
+            assert r["threads"]["blas"] == max(1, threads.available_cores() // 2)
+            assert r["threads"]["reason"].endswith(" / 2 tasks on this host")
+    assert "BLAS threads" in render.status_text(rows)
 
 
 @pytest.mark.slow

@@ -403,6 +403,15 @@ def _rss_text(row):
     return f"{row['rss_bytes'] / 2**20:.0f} MB" if row.get("rss_bytes") else "-"
 
 
+def _threads_text(row):
+    """The task's BLAS threads and what decided them (`runtime.threads`), e.g. ``1 (2 cores / 3 tasks
+    on this host)``; ``-`` for a task that did not say."""
+    threads = row.get("threads") if row.get("alive") else None
+    if not threads or threads.get("blas") is None:
+        return "-"
+    return f"{threads['blas']} ({threads.get('reason', '')})"
+
+
 def _summary(row):
     """(alive text, ops count, variables text) of one status row."""
     age = row.get("heartbeat_age_s")
@@ -418,7 +427,13 @@ def _summary(row):
     return alive, ops, var_text
 
 
-_COLUMNS = ("job", "index", "address", "pid", "alive", "RSS", "ops", "variables")
+_COLUMNS = ("job", "index", "address", "pid", "alive", "RSS", "BLAS threads", "ops", "variables")
+
+
+def _cells(row, alive, ops, var_text):
+    """One row of the table, in `_COLUMNS`' order."""
+    job, index, address, pid = row["job"], row["index"], row["address"], row["pid"] or "-"
+    return [job, index, address, pid, alive, _rss_text(row), _threads_text(row), ops, var_text]
 
 
 def status_text(rows, cluster=None):
@@ -426,9 +441,7 @@ def status_text(rows, cluster=None):
     table = [list(_COLUMNS)]
     for r in rows:
         alive, ops, var_text = _summary(r)
-        table.append(
-            [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
-        )
+        table.append(_cells(r, alive, ops, var_text))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(_COLUMNS))]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
     title = repr(cluster) if cluster is not None else "cluster"
@@ -442,7 +455,7 @@ def status_html(rows, cluster=None):
     for r in rows:
         alive, ops, var_text = _summary(r)
         color = "#2a7" if r["alive"] else "#c33"
-        cells = [r["job"], r["index"], r["address"], r["pid"] or "-", alive, _rss_text(r), ops, var_text]
+        cells = _cells(r, alive, ops, var_text)
         tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
         body.append(f'<tr style="color:{color}">{tds}</tr>')
     title = html.escape(repr(cluster)) if cluster is not None else "cluster"

@@ -16,8 +16,14 @@ class ConfigProto:
         device_filters: only these devices (``"/job:ps"``, ``"/job:worker/task:0"``) are
             contacted by the session; placement on others is an error.
         log_device_placement: print each node's device once per new partitioning.
-        allow_soft_placement, gpu_options, intra/inter_op_parallelism_threads:
-            accepted for compatibility (nbdist has CPUs only).
+        intra_op_parallelism_threads: BLAS threads of the task that runs the kernels (0: the
+            thread policy chooses its share of the cores; `nbdist.runtime.threads`). Given to
+            `tf.train.Server(config=)` it sets that task's; given to a `tf.Session` it applies
+            only when this process runs the session's kernels (a local session, or a server of
+            this process at the target), and is ignored otherwise, as TF's remote master does.
+        inter_op_parallelism_threads: accepted and reported in the server's Status: a step's
+            ops run on one thread, and the serving pool is not sized from it.
+        allow_soft_placement, gpu_options: accepted for compatibility (nbdist has CPUs only).
     """
 
     def __init__(

@@ -30,7 +30,7 @@ import zmq
 from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import graph_to_graph_def
-from nbdist.runtime import links, serving, transport, wire
+from nbdist.runtime import links, serving, threads, transport, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
 
@@ -199,6 +199,9 @@ class RemoteBackend:
         self._lock = threading.Lock()
         self._workers = {}  # task device -> address, of every task but the master's
         self._master_name = "the master"  # named by its task once the master told the cluster
+        # A server of this process at the target runs this session's kernels: its
+        # intra_op_parallelism_threads applies to that task (another process's: ignored, as in TF).
+        threads.session_on_target(config, self.address)
 
     def _channel(self):
         in_process = serving.in_process_channel(self.address, self._key, self._master_name)

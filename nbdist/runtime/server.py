@@ -18,7 +18,7 @@ import weakref
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import samehost, shm, wire
+from nbdist.runtime import samehost, shm, threads, wire
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
@@ -244,6 +244,12 @@ class Server:
     def cluster_spec(self):
         return self._cluster
 
+    @property
+    def threads(self):
+        """An nbdist extension: the `ThreadChoice` this task's kernels run with while it serves
+        (BLAS threads, this task's share, what decided it), else None."""
+        return threads.choice_of(self.address) if self._loop is not None else None
+
     def start(self):
         """Binds the socket and starts serving (no-op when already started)."""
         if self._loop is not None:
@@ -259,6 +265,8 @@ class Server:
         self.master.loop = self.worker.loop = self._loop
         self._stopped.clear()
         _LIVE_SERVERS.add(self)
+        # This process now runs this task's kernels: its share of the cores (`runtime.threads`).
+        threads.claim_for_server(self.address, self.task_device, self._cluster, self._config)
 
     def add_service(self, service):
         """Serves `service`'s requests (its ``rpc_table()``) on this server.
@@ -315,6 +323,7 @@ class Server:
             self.worker.cancel_running(f"the server of {self.task_device} stopped")
             self._loop.stop()
             self._loop = None
+            threads.release(self.address)
         _LIVE_SERVERS.discard(self)
         self._stopped.set()
 
@@ -354,6 +363,8 @@ class Server:
             # the I/O thread's Linux scheduling policy: "batch" (`sched.as_batch_thread`) or "default"
             "io_policy": self._loop.io_policy if self._loop else None,
             "shm": dict(shm.stats),  # tensors sent and received through shared memory
+            # BLAS threads of this process, this task's share and what decided them (`runtime.threads`)
+            "threads": self.threads.as_status() if self.threads else None,
         }
 
 

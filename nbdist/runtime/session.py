@@ -16,6 +16,7 @@ from nbdist import errors
 from nbdist.graph.graph import default_session, get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
+from nbdist.runtime import threads
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
 from nbdist.runtime.executor import ExecutionPlan, StepContext
 from nbdist.runtime.fetches import FeedCache, FetchMapper, fetch_key, normalize_feeds
@@ -36,6 +37,9 @@ class _LocalBackend:
         self._step_id = 0
         self._running = set()  # StepContexts of steps in flight (close() cancels their waits)
         self.resources = ResourceManager(LOCAL_DEVICE)
+        # This process runs the session's kernels: BLAS gets the cores' share (`runtime.threads`).
+        threads.claim_for_local_session(config)
+        self._claimed = True
 
     def _sync_nodes(self):
         new = self._graph.operations_since(len(self._nodes))
@@ -86,6 +90,9 @@ class _LocalBackend:
                 errors.CancelledError(None, None, "Session has been closed while the step was waiting")
             )
         self.resources.clear()
+        if self._claimed:
+            self._claimed = False
+            threads.release_local_session()
 
 
 def _owned(value):
