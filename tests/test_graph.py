@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
+from nbdist.graph.graph import is_user_code
 
 
 @pytest.fixture(autouse=True)
@@ -233,6 +234,12 @@ def test_get_attr_of_missing_attr_names_op_and_attr():
 def test_operation_records_where_the_user_created_it():
     c = tf.constant(1.0)
     assert any(os.path.basename(__file__) in line for line in c.op.traceback)
+
+
+def test_only_files_inside_the_package_directory_are_nbdist_code():
+    package_dir = os.path.dirname(tf.__file__)
+    assert not is_user_code(os.path.join(package_dir, "graph", "graph.py"))
+    assert is_user_code(os.path.join(package_dir + "_tools", "x.py"))  # a name that starts alike
 
 
 # -- looking ops up -----------------------------------------------------------------------------

@@ -1,9 +1,13 @@
 """`tf.variable_scope`, `tf.get_variable`, initializers and partitioners (checked against real TF)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import nbdist as tf
+from procs import kernel_env
 
 
 @pytest.fixture
@@ -44,6 +48,24 @@ def test_existing_variable_without_reuse_says_where_and_how_to_fix(graph):
         tf.get_variable("w", [2])
     assert "test_variable_scope.py" in str(e.value)  # where it was first defined
     assert "tf.reset_default_graph()" in str(e.value)
+
+
+def test_a_user_script_in_a_folder_named_nbdist_is_named_as_where_it_was_defined(tmp_path):
+    # `git clone .../nbdist.git` puts a user's scripts under a folder named nbdist: still theirs.
+    script = tmp_path / "nbdist" / "train.py"
+    script.parent.mkdir()
+    script.write_text('import nbdist as tf\n\ntf.get_variable("w", [2])\ntf.get_variable("w", [2])\n')
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=kernel_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f'Originally defined at:\n  File "{script}", line 3, in <module>' in done.stderr, done.stderr
 
 
 def test_reuse_of_a_missing_variable_is_an_error(graph):

@@ -8,6 +8,7 @@ imports no op).
 """
 
 import contextlib
+import os
 import re
 import sys
 import threading
@@ -17,7 +18,9 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import as_shape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
-_NBDIST_DIR = __file__.rsplit("/graph/", 1)[0]
+# nbdist's own directory, separator included (``.../nbdist_tools/`` is not in it); spelled as
+# ``__file__`` is, as are the ``co_filename``s of nbdist's other modules.
+_NBDIST_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
 
 
 class GraphKeys:
@@ -203,13 +206,20 @@ def graph_element(obj):
     return unwrap() if unwrap is not None and not isinstance(obj, (Tensor, Operation)) else obj
 
 
+def is_user_code(filename):
+    """Whether `filename` (a frame's) is outside nbdist's own package directory: the user's
+    code or another library's, even in a folder named ``nbdist`` (a clone of this repository).
+    The one test of "is this frame nbdist's?" (op tracebacks, `get_variable`'s messages)."""
+    return not filename.startswith(_NBDIST_DIR)
+
+
 def _user_frames(limit=4):
     """The innermost frames outside nbdist: where the user created the op."""
     frames = []
     f = sys._getframe(2)
     while f is not None and len(frames) < limit:
         filename = f.f_code.co_filename
-        if not filename.startswith(_NBDIST_DIR):
+        if is_user_code(filename):
             frames.append(f'  File "{filename}", line {f.f_lineno}, in {f.f_code.co_name}\n')
         f = f.f_back
     return frames[::-1]

@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
+from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph, is_user_code
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import init_ops
 from nbdist.ops.constant_op import convert_to_tensor
@@ -89,7 +89,7 @@ def _scope_store(graph=None):
 
 
 def _defined_at():
-    frames = [f for f in traceback.extract_stack()[:-4] if "/nbdist/" not in f.filename.replace("\\", "/")]
+    frames = [f for f in traceback.extract_stack() if is_user_code(f.filename)]
     return "".join(traceback.format_list(frames[-3:])) if frames else "  (unknown)\n"
 
 
