@@ -110,6 +110,34 @@ def test_the_step_rate_is_measured_over_more_than_one_step():
     assert rate.per_s == pytest.approx(4 / 2.0)  # the last 4 steps, not the slow first one
 
 
+def test_a_burst_of_steps_with_one_time_is_one_point_not_a_rate_of_millions():
+    # Between-graph, a window's metric events arrive in one message; steps come 20 at a time,
+    # all stamped with one time, every 0.2 s (100 steps/s).
+    progress = demo.Progress(300, io.StringIO(), io.StringIO())
+    for burst in range(15):
+        for step in range(20 * burst + 1, 20 * burst + 21):
+            progress.advance(step, when=1000.0 + 0.2 * burst)
+    progress.close()
+    assert progress.rate.per_s == pytest.approx(100.0)
+    assert progress.rate.steps >= demo.RATE_WINDOW
+
+
+def test_the_rate_uses_the_workers_time_stamps():
+    progress = demo.Progress(300, io.StringIO(), io.StringIO())
+    for step in range(1, 101):  # the events arrive together, stamped 10 ms apart by the worker
+        progress.event(
+            {
+                "kind": "metric",
+                "task": "/job:worker/task:0",
+                "step": step,
+                "time": 5.0 + step / 100,
+                "metrics": {"loss": 1.0},
+            }
+        )
+    progress.close()
+    assert progress.rate.per_s == pytest.approx(100.0)
+
+
 def test_console_script_and_module_entry_points():
     pyproject = (Path(REPO) / "pyproject.toml").read_text()  # (tomllib is Python 3.11+)
     target = re.search(r'^\[project\.scripts\][^\[]*^nbdist = "([\w.]+):(\w+)"', pyproject, re.M | re.S)

@@ -123,12 +123,15 @@ class Result:
             dict (`nbdist.task.events.trace_event`), drawn alike by the graph, placement and
             timeline views.
         stopped: True when `stop` ended the run before its last step.
+        global_step: the global step after training, read from the ps (the metric events carry
+            the value each step read, which in sync training is the one before its update).
     """
 
     steps_per_worker: dict = None
     accuracy: float = None
     run_metadata: object = None
     stopped: bool = False
+    global_step: int = None
 
 
 def spirals(n_per_class, classes=3, seed=0):
@@ -313,7 +316,9 @@ def _between_graph(cluster, settings, data, labels, on_event, stop, streams, tra
 
 
 def _finish(sess, model, data, labels, rng, batch, trace, result):
-    """Fills in the accuracy on all the data and, when asked, the traced step's metadata."""
+    """Fills in the global step, the accuracy on all the data and, when asked, the traced
+    step's metadata (its step comes after the global step was read)."""
+    result.global_step = int(sess.run(model["global_step"]))
     if trace:
         result.run_metadata = _traced_step(sess, model, data, labels, rng, batch)
     tower = model["towers"][0]
