@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.ops import training_ops
+from nbdist.graph.graph_def import node_def_of
+from nbdist.ops import registry, training_ops
+from nbdist.ops.resources import VariableResource
 
 
 @pytest.fixture(autouse=True)
@@ -188,3 +190,73 @@ def test_apply_ops_have_no_gradient():
     x = tf.constant(np.array([2.0]))
     assert tf.gradients(update * x, [x])[0] is not None
     assert tf.gradients(update * x, [w])[0] is None
+
+
+# -- the dense updates compute TF's formulas in TF's order, in the variable's dtype ------------------
+def _tf_formulas(op, w, slots, lr, grad, momentum=None, powers=None, betas=None, epsilon=None):
+    """What TF's CPU kernels compute (Eigen, in T), as plain numpy: the new var and slots."""
+    if op == "gd":
+        return w - grad * lr, []
+    if op in ("momentum", "nesterov"):
+        accum = slots[0] * momentum + grad
+        step = grad * lr + accum * momentum * lr if op == "nesterov" else accum * lr
+        return w - step, [accum]
+    (beta1_power, beta2_power), (beta1, beta2) = powers, betas
+    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    m = slots[0] + (grad - slots[0]) * (1 - beta1)
+    v = slots[1] + (np.square(grad) - slots[1]) * (1 - beta2)
+    return w - m * alpha / (np.sqrt(v) + epsilon), [m, v]
+
+
+@pytest.mark.parametrize("op", ["gd", "momentum", "nesterov", "adam"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (3, 4)])
+def test_dense_update_is_tfs_formula_bit_for_bit_in_the_variables_dtype(op, dtype, shape):
+    rng = np.random.default_rng(7)
+    w, a, b, grad = (rng.standard_normal(shape).astype(dtype) for _ in range(4))
+    b = np.abs(b)  # (Adam's second moment)
+    s = [np.asarray(x, dtype) for x in (0.01, 0.9, 0.9**3, 0.999**3, 0.9, 0.999, 1e-7)]
+    lr, momentum, powers, betas, epsilon = s[0], s[1], s[2:4], s[4:6], s[6]
+    var = tf.Variable(w, name="w")
+    slots = [tf.Variable(x, name=f"slot{i}") for i, x in enumerate((a, b)[: 2 if op == "adam" else 1])]
+    if op == "gd":
+        slots, update = [], training_ops.apply_gradient_descent(var, lr, grad)
+    elif op == "adam":
+        update = training_ops.apply_adam(var, *slots, *powers, lr, *betas, epsilon, grad)
+    else:
+        update = training_ops.apply_momentum(var, slots[0], lr, grad, momentum, use_nesterov=op == "nesterov")
+    with tf.Session() as sess:
+        _initialized(sess, var, *slots)
+        result = sess.run(update)
+        stored = sess.run([var, *slots])
+    want_w, want_slots = _tf_formulas(op, w, (a, b), lr, grad, momentum, powers, betas, epsilon)
+    for got, want in zip([result, *stored], [want_w, want_w, *want_slots], strict=True):
+        assert np.asarray(got).dtype == dtype and np.shape(got) == shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_an_update_swaps_in_new_arrays_and_leaves_the_ones_readers_hold_alone():
+    # A reader (a fetch, a tensor on the wire, another step) holds the stored array itself.
+    w, m, v = (tf.Variable(np.float32([1.0, 2.0]), name=n) for n in ("w", "m", "v"))
+    hyper = [np.float32(x) for x in (0.9, 0.999, 0.1, 0.9, 0.999, 1e-8)]
+    update = training_ops.apply_adam(w, m, v, *hyper, np.float32([1.0, -1.0]))
+    resources = [VariableResource(n, "") for n in ("w", "m", "v")]
+    for r, x in zip(resources, ([1.0, 2.0], [0.5, 0.5], [0.25, 0.25])):
+        r.value = np.float32(x)
+    held = [r.value for r in resources]
+    kernel = registry.lookup("ApplyAdam").kernel
+    out = kernel(None, node_def_of(update.op), *resources, *map(np.asarray, hyper), np.float32([1.0, -1.0]))
+    assert out is resources[0].value
+    for r, old, x in zip(resources, held, ([1.0, 2.0], [0.5, 0.5], [0.25, 0.25])):
+        assert r.value is not old and not r.value.flags.writeable
+        np.testing.assert_array_equal(old, np.float32(x))
+
+
+def test_adam_refuses_the_same_slot_twice():
+    w, m = tf.Variable(np.array([1.0]), name="w"), tf.Variable(np.array([0.0]), name="m")
+    hyper = [np.float64(x) for x in (0.9, 0.999, 0.1, 0.9, 0.999, 1e-8)]
+    update = training_ops.apply_adam(w, m, m, *hyper, np.array([1.0]))
+    with tf.Session() as sess:
+        _initialized(sess, w, m)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"ApplyAdam got the same variable twice"):
+            sess.run(update)

@@ -17,8 +17,6 @@ pass) therefore never changes under it, and concurrent writers never lose update
 TF's ``use_locking`` attr is recorded for fidelity; nbdist always takes the locks.
 """
 
-import contextlib
-
 import numpy as np
 
 from nbdist import errors
@@ -131,24 +129,53 @@ for _t, _sig in _SIGNATURES.items():
 
 
 # -- kernels --------------------------------------------------------------------------------------
+# The dense updates compute TF's formulas in TF's order, in place: one new array per tensor they
+# update (``out=np.empty_like(w)``: an array even for a scalar variable, then written in place;
+# the copy-on-write store swaps it in) and no other temporary of the variable's size, but for
+# the one scratch array a formula may need (Adam's denominator, Nesterov's ``grad * lr``). Every
+# input has the variable's dtype (the shape functions check it), so the results are the same
+# bits, and of the same dtype, as the plain expressions. The hot kernels take their (two or three) locks
+# in one ``with``, after checking that the resources are distinct.
 def _locked(node, *resources):
     """Holds the locks of `resources`, in argument order (variable first, then its slots)."""
     if len(resources) == 1:
         return resources[0].lock  # (the common case: no stack of contexts)
-    return _all_locked(node, resources)
+    _check_distinct(node, resources)
+    return _Locks(resources)
 
 
-@contextlib.contextmanager
-def _all_locked(node, resources):
-    if len({id(r) for r in resources}) != len(resources):
+def _check_distinct(node, resources):
+    """Raises `InvalidArgumentError` if a resource is given twice (its lock would wait for itself)."""
+    if len(set(resources)) != len(resources):  # (resources hash by identity)
         names = [r.name for r in resources]
         raise errors.InvalidArgumentError(
             node.name, None, f"{node.op} got the same variable twice among its ref inputs {names}"
         )
-    with contextlib.ExitStack() as stack:
-        for r in resources:
-            stack.enter_context(r.lock)
-        yield
+
+
+class _Locks:
+    """The locks of several resources, taken in order and released in reverse."""
+
+    __slots__ = ("_locks",)
+
+    def __init__(self, resources):
+        self._locks = [r.lock for r in resources]
+
+    def __enter__(self):
+        taken = []
+        try:
+            for lock in self._locks:
+                lock.acquire()
+                taken.append(lock)
+        except BaseException:  # (interrupted while waiting: let go of what it holds)
+            for lock in reversed(taken):
+                lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        for lock in reversed(self._locks):
+            lock.release()
 
 
 def _read_like(node, var, var_value, resource_or_value, arg):
@@ -166,26 +193,32 @@ def _read_like(node, var, var_value, resource_or_value, arg):
 
 @registry.kernel("ApplyGradientDescent")
 def _apply_gradient_descent_kernel(ctx, node, var, alpha, delta):
-    with _locked(node, var):
+    with var.lock:
         w = var.read()
         delta = _read_like(node, var, w, delta, "delta")
-        var.value = new_w = np.asarray(w - alpha * delta, dtype=w.dtype)
+        new_w = np.multiply(delta, alpha, out=np.empty_like(w))  # var -= grad * lr
+        var.value = np.subtract(w, new_w, out=new_w)
     return new_w
 
 
 @registry.kernel("ApplyMomentum")
 def _apply_momentum_kernel(ctx, node, var, accum, lr, grad, momentum):
-    with _locked(node, var, accum):
+    _check_distinct(node, (var, accum))
+    with var.lock, accum.lock:
         w = var.read()
         a = _read_like(node, var, w, accum, "accum")
         grad = _read_like(node, var, w, grad, "grad")
-        a = np.asarray(a * momentum + grad, dtype=w.dtype)
-        if node.attr.get("use_nesterov"):
-            new_w = w - (grad * lr + a * momentum * lr)
-        else:
-            new_w = w - a * lr
-        accum.value = a
-        var.value = new_w = np.asarray(new_w, dtype=w.dtype)
+        new_a = np.multiply(a, momentum, out=np.empty_like(w))  # accum = accum * momentum + grad
+        new_a += grad
+        if node.attr.get("use_nesterov"):  # var -= grad * lr + accum * momentum * lr
+            new_w = np.multiply(new_a, momentum, out=np.empty_like(w))
+            new_w *= lr
+            new_w += np.multiply(grad, lr)
+        else:  # var -= accum * lr
+            new_w = np.multiply(new_a, lr, out=np.empty_like(w))
+        np.subtract(w, new_w, out=new_w)
+        accum.value = new_a
+        var.value = new_w
     return new_w
 
 
@@ -230,16 +263,27 @@ def _sparse_apply_momentum_kernel(ctx, node, var, accum, lr, grad, indices, mome
 
 @registry.kernel("ApplyAdam")
 def _apply_adam_kernel(ctx, node, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    with _locked(node, var, m, v):
+    _check_distinct(node, (var, m, v))
+    with var.lock, m.lock, v.lock:
         w = var.read()
         m_val = _read_like(node, var, w, m, "m")
         v_val = _read_like(node, var, w, v, "v")
         grad = _read_like(node, var, w, grad, "grad")
         alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
-        m_val = np.asarray(m_val + (grad - m_val) * (1 - beta1), dtype=w.dtype)
-        v_val = np.asarray(v_val + (np.square(grad) - v_val) * (1 - beta2), dtype=w.dtype)
-        m.value, v.value = m_val, v_val
-        var.value = new_w = np.asarray(w - m_val * alpha / (np.sqrt(v_val) + epsilon), dtype=w.dtype)
+        new_m = np.subtract(grad, m_val, out=np.empty_like(w))  # m += (grad - m) * (1 - beta1)
+        new_m *= 1 - beta1
+        new_m += m_val
+        new_v = np.square(grad, out=np.empty_like(w))  # v += (grad**2 - v) * (1 - beta2)
+        new_v -= v_val
+        new_v *= 1 - beta2
+        new_v += v_val
+        denominator = np.sqrt(new_v)  # var -= m * alpha / (sqrt(v) + epsilon)
+        denominator += epsilon
+        new_w = np.multiply(new_m, alpha, out=np.empty_like(w))
+        new_w /= denominator
+        np.subtract(w, new_w, out=new_w)
+        m.value, v.value = new_m, new_v
+        var.value = new_w
     return new_w
 
 
