@@ -61,6 +61,17 @@ def test_where_selects_elementwise():
     np.testing.assert_allclose(out, np.where(X > 0, X, 0))
 
 
+def test_relu_gradient_is_one_relugrad_op_giving_tfs_values():
+    x = tf.constant(np.float32([[-1.0, 0.0, 2.0], [3.0, -4.0, 0.5]]))
+    upstream = tf.constant(np.float32([[np.inf, 5.0, np.nan], [-2.0, np.nan, 7.0]]))
+    (grad,) = tf.gradients(tf.nn.relu(x), x, grad_ys=upstream)
+    assert grad.op.type == "ReluGrad"
+    out = run_in_session(grad)
+    assert out.dtype == np.float32
+    # gradients * (features > 0): non-finite gradients at inactive units give NaN, as in TF
+    np.testing.assert_array_equal(out, [[np.nan, 0.0, np.nan], [-2.0, np.nan, 7.0]])
+
+
 def test_sigmoid_is_stable_for_large_inputs():
     out = run_in_session(tf.sigmoid(tf.constant([-1000.0, -40.0, 0.0, 40.0, 1000.0], tf.float64)))
     np.testing.assert_allclose(out, [0.0, np.exp(-40.0) / (1 + np.exp(-40.0)), 0.5, 1.0, 1.0], rtol=1e-12)

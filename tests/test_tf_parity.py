@@ -119,6 +119,15 @@ def test_gradients_through_relu_sigmoid_and_squared_loss_match_tensorflow(tf1):
     _assert_parity(tf1, build)
 
 
+def test_relu_gradient_of_non_finite_gradients_matches_tensorflow(tf1):
+    def build(t):
+        x = t.constant(np.float32([[-1.0, 0.0, 2.0], [3.0, -4.0, 0.5]]))
+        upstream = t.constant(np.float32([[np.inf, 5.0, np.nan], [-2.0, np.nan, -np.inf]]))
+        return t.gradients(t.nn.relu(x), x, grad_ys=upstream), None
+
+    np.testing.assert_array_equal(_run(tf, build)[0], _run(tf1, build)[0])
+
+
 # -- optimizers: five steps ------------------------------------------------------------------------------
 def _f64(t, value):
     return t.constant(value, t.float64)

@@ -373,7 +373,46 @@ registry.gradient("Softplus")(lambda op, grad: [grad * sigmoid(op.inputs[0])])
 
 @registry.gradient("Relu")
 def _relu_grad(op, grad):
-    return [where(op.outputs[0] > 0.0, grad, zeros_like(grad))]
+    return [_relu_backprop(grad, op.outputs[0])]
+
+
+# `ReluGrad(gradients, features)`: TF's op for the gradient of `Relu` (``features`` is the Relu's
+# output), ``gradients * (features > 0)``: one kernel instead of a select, so a NaN or inf
+# gradient at an inactive unit gives NaN, as in TF.
+@registry.shape("ReluGrad")
+def _relu_grad_shape(inputs, attrs):
+    gradients, features = inputs
+    if gradients.dtype != features.dtype:
+        raise TypeError(
+            f"ReluGrad: gradients are {gradients.dtype.name} but features are {features.dtype.name}"
+        )
+    if not gradients.shape.is_compatible_with(features.shape):
+        raise ValueError(
+            f"ReluGrad: gradients {gradients.shape} and features {features.shape} differ in shape"
+        )
+    return [(gradients.dtype, gradients.shape.merge_with(features.shape))]
+
+
+@registry.kernel("ReluGrad")
+def _relu_grad_kernel(ctx, node, gradients, features):
+    if np.shape(gradients) != np.shape(features):
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ReluGrad: gradients of shape {list(np.shape(gradients))} and features of shape "
+            f"{list(np.shape(features))} must have the same shape",
+        )
+    return np.multiply(gradients, features > 0)
+
+
+@registry.gradient("ReluGrad")
+def _relu_grad_grad(op, grad):
+    features = op.inputs[1]
+    return [_relu_backprop(grad, features), zeros_like(features)]
+
+
+def _relu_backprop(gradients, features):
+    return registry.make_op("ReluGrad", [gradients, features]).outputs[0]
 
 
 def negative(x, name=None):
