@@ -193,6 +193,57 @@ def test_optimizer_state_has_tensorflows_names(tf1, make):
     assert names(tf) == names(tf1)
 
 
+# -- float32, MNIST-shaped: the kernels of a tutorial's training step -------------------------------
+MNIST = np.random.default_rng(28)
+MNIST_X = MNIST.random((100, 784), dtype=np.float32)
+MNIST_LABELS = MNIST.integers(0, 10, 100).astype(np.int32)
+MNIST_PARAMS = [
+    (MNIST.standard_normal(shape) * scale).astype(np.float32)
+    for shape, scale in (((784, 100), 0.05), ((100,), 0.01), ((100, 10), 0.1), ((10,), 0.01))
+]
+MNIST_OPTIMIZERS = {
+    "adam": lambda t: t.train.AdamOptimizer(1e-3),
+    "momentum": lambda t: t.train.MomentumOptimizer(0.05, 0.9),
+    "nesterov": lambda t: t.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "gradient_descent": lambda t: t.train.GradientDescentOptimizer(0.5),
+}
+
+
+def _mnist_mlp(make_optimizer, sparse):
+    """784 -> 100 (ReLU) -> 10 in float32, batch 100: `+ b` and dense labels, or `bias_add`
+    and sparse labels; the loss, parameters and slots after the steps."""
+
+    def build(t):
+        w1, b1, w2, b2 = (t.Variable(p, name=n) for p, n in zip(MNIST_PARAMS, ("w1", "b1", "w2", "b2")))
+        x = t.constant(MNIST_X)
+        if sparse:
+            hidden = t.nn.relu(t.nn.bias_add(t.matmul(x, w1), b1))
+            logits = t.nn.bias_add(t.matmul(hidden, w2), b2)
+            xent = t.nn.sparse_softmax_cross_entropy_with_logits(labels=MNIST_LABELS, logits=logits)
+        else:
+            logits = t.matmul(t.nn.relu(t.matmul(x, w1) + b1), w2) + b2
+            labels = np.eye(10, dtype=np.float32)[MNIST_LABELS]
+            xent = t.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        loss = t.reduce_mean(xent)
+        optimizer = make_optimizer(t)
+        train_op = optimizer.minimize(loss)
+        params = [w1, b1, w2, b2]
+        slots = [optimizer.get_slot(p, s) for s in optimizer.get_slot_names() for p in params]
+        return [loss, *params, *slots], train_op
+
+    return build
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense_labels", "sparse_labels"])
+@pytest.mark.parametrize("name", sorted(MNIST_OPTIMIZERS))
+def test_float32_mnist_mlp_steps_match_tensorflow(tf1, name, sparse):
+    build = _mnist_mlp(MNIST_OPTIMIZERS[name], sparse)
+    ours, theirs = _run(tf, build, steps=5), _run(tf1, build, steps=5)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"fetch {i}")
+
+
 def _division(t):
     i, j = t.constant(np.array([7, -7, 3], np.int32)), t.constant(np.array([2, 2, 4], np.int32))
     small = t.constant(np.array([7, 3], np.int8))

@@ -213,8 +213,17 @@ registry.shape("SoftmaxCrossEntropyWithLogits")(lambda inputs, attrs: _xent_shap
 registry.shape("SparseSoftmaxCrossEntropyWithLogits")(lambda inputs, attrs: _xent_shape(inputs, attrs, True))
 
 
+def _shifted_exp(logits):
+    """TF's xent kernels start so: ``shifted = logits - max``, ``e = exp(shifted)`` (a new array,
+    to become the backprop) and ``s = sum(e)``, on the last axis (kept)."""
+    shifted = np.subtract(logits, np.maximum.reduce(logits, axis=-1, keepdims=True))
+    e = np.exp(shifted)
+    return shifted, e, np.add.reduce(e, axis=-1, keepdims=True)
+
+
 @registry.kernel("SoftmaxCrossEntropyWithLogits")
 def _xent_kernel(ctx, node, logits, labels):
+    """TF's formulas: ``loss = sum(labels * (log(s) - shifted))``, ``backprop = e / s - labels``."""
     if np.shape(logits) != np.shape(labels):
         raise errors.InvalidArgumentError(
             node.name,
@@ -222,24 +231,36 @@ def _xent_kernel(ctx, node, logits, labels):
             f"logits and labels must be the same size: logits {list(np.shape(logits))} "
             f"vs. labels {list(np.shape(labels))}",
         )
-    logp = _log_softmax(logits)
-    return -np.sum(labels * logp, axis=-1), np.exp(logp) - labels
+    shifted, backprop, s = _shifted_exp(logits)
+    backprop /= s
+    backprop -= labels
+    np.log(s, out=s)
+    np.subtract(s, shifted, out=shifted)
+    shifted *= labels
+    return np.add.reduce(shifted, axis=-1), backprop
 
 
 @registry.kernel("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent_kernel(ctx, node, logits, labels):
-    depth = np.shape(logits)[-1]
-    bad = (labels < 0) | (labels >= depth)
-    if np.any(bad):
+    """TF's formulas: ``loss = log(s) - shifted[label]``, ``backprop = e / s - one_hot(label)``."""
+    labels, depth = np.asarray(labels), np.shape(logits)[-1]
+    if labels.size and (
+        np.minimum.reduce(labels, axis=None) < 0 or np.maximum.reduce(labels, axis=None) >= depth
+    ):
+        bad = (labels < 0) | (labels >= depth)
         raise errors.InvalidArgumentError(
             node.name,
             None,
             f"Received a label value of {labels[bad].flat[0]} which is outside the valid "
             f"range of [0, {depth}); labels: {labels.tolist()}",
         )
-    logp = _log_softmax(logits)
-    hot = np.expand_dims(labels, -1) == np.arange(depth)
-    return -np.sum(logp, axis=-1, where=hot), np.exp(logp) - hot
+    shifted, backprop, s = _shifted_exp(logits)
+    backprop /= s
+    rows, flat_labels = np.arange(labels.size), labels.reshape(-1)
+    loss = np.log(s.reshape(labels.shape))
+    loss -= shifted.reshape(-1, depth)[rows, flat_labels].reshape(labels.shape)
+    backprop.reshape(-1, depth)[rows, flat_labels] -= 1  # (a view: backprop is new and contiguous)
+    return loss, backprop
 
 
 def _xent_logits_grad(op, grad_loss, grad_backprop):
