@@ -63,17 +63,18 @@ def _axes_tensor(x, axis):
 
 
 def _static_axes(axes, ndims, where):
-    """The sorted, non-negative, distinct axes.
+    """The sorted, non-negative, distinct axes, as a tuple.
 
     Raises:
         ValueError: naming the bad axis.
     """
-    out = set()
-    for a in np.ravel(axes).tolist():
+    flat = axes.ravel().tolist() if isinstance(axes, (np.ndarray, np.generic)) else np.ravel(axes).tolist()
+    for a in flat:
         if not -ndims <= a < ndims:
             raise ValueError(f"{where}: invalid reduction axis {int(a)} for an input of rank {ndims}")
-        out.add(int(a) % ndims)
-    return sorted(out)
+    if len(flat) == 1:  # (the common case)
+        return (flat[0] % ndims,)
+    return tuple(sorted({a % ndims for a in flat}))
 
 
 def _reduce_shape(inputs, attrs, op_type):
@@ -102,8 +103,8 @@ def _reduce_kernel(fn):
             axes = _static_axes(axes, np.ndim(x), "reduction")
         except ValueError as e:
             raise invalid_argument(node, f"{e} (input shape {list(np.shape(x))})") from None
-        out = fn(x, axis=tuple(axes), keepdims=node.attr["keep_dims"])
-        return np.asarray(out).astype(x.dtype, copy=False)
+        out = np.asarray(fn(x, axis=axes, keepdims=node.attr["keep_dims"]))
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
 
     return kernel
 
@@ -122,7 +123,8 @@ def _mean(x, axis, keepdims):
     return total.dtype.type(total / count)
 
 
-_KERNELS = {"Sum": np.sum, "Mean": _mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
+# (np.add.reduce is what np.sum calls for an array, without its Python wrapper; the same dtypes)
+_KERNELS = {"Sum": np.add.reduce, "Mean": _mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
 for _t, _fn in _KERNELS.items():
     registry.shape(_t)(functools.partial(_reduce_shape, op_type=_t))
     registry.kernel(_t)(_reduce_kernel(_fn))
