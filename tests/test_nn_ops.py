@@ -75,6 +75,15 @@ def test_bias_add_rejects_rank_one_value():
         tf.nn.bias_add(tf.zeros([4]), tf.zeros([4]))
 
 
+def test_bias_add_checks_the_bias_length_at_run_time():
+    bias = tf.placeholder(tf.float32)
+    y = tf.nn.bias_add(tf.zeros([2, 4]), bias)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"bias of shape \[3\] must match the last dimension"
+    ):
+        run_in_session(y, {bias: np.zeros(3, np.float32)})
+
+
 def test_bias_add_rejects_nchw():
     with pytest.raises(ValueError, match=r"data_format 'NCHW' is not supported by nbdist"):
         tf.nn.bias_add(tf.zeros([2, 4]), tf.zeros([4]), data_format="NCHW")
@@ -146,6 +155,18 @@ def test_sparse_softmax_cross_entropy_matches_numpy():
     y = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[3, 0, 1], logits=tf.constant(LOGITS))
     assert y.shape.as_list() == [3]
     np.testing.assert_allclose(run_in_session(y), -_np_log_softmax(LOGITS)[np.arange(3), [3, 0, 1]])
+
+
+def test_sparse_softmax_cross_entropy_on_rank_three_logits():
+    logits = _RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    labels = np.array([[0, 3, 1], [2, 2, 0]], np.int32)
+    loss, backprop = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits).op.outputs
+    got_loss, got_backprop = run_in_session([loss, backprop])
+    log_p = _np_log_softmax(logits.astype(np.float64))
+    one_hot = np.eye(4)[labels]
+    assert got_loss.dtype == got_backprop.dtype == np.float32
+    np.testing.assert_allclose(got_loss, -np.sum(log_p * one_hot, axis=-1), rtol=1e-6)
+    np.testing.assert_allclose(got_backprop, np.exp(log_p) - one_hot, atol=1e-7)
 
 
 def test_sparse_softmax_cross_entropy_gradient_is_softmax_minus_one_hot():

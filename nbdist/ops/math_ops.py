@@ -58,7 +58,9 @@ def _sum_to_shape_kernel(ctx, node, grad, like):
         return grad
     extra = grad.ndim - len(target)
     # (np.add.reduce is what ndarray.sum calls, without its Python wrapper)
-    out = np.add.reduce(grad, axis=tuple(builtins.range(extra))) if extra > 0 else grad
+    out = np.add.reduce(grad, axis=0 if extra == 1 else tuple(builtins.range(extra))) if extra > 0 else grad
+    if out.shape == target:  # (a bias's gradient: the leading axes summed, nothing else)
+        return out
     axes = tuple(i for i, d in enumerate(target) if d == 1 and out.shape[i] != 1)
     if axes:
         out = np.add.reduce(out, axis=axes, keepdims=True)

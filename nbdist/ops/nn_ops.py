@@ -129,7 +129,7 @@ def _bias_add_shape(inputs, attrs):
 
 @registry.kernel("BiasAdd")
 def _bias_add_kernel(ctx, node, value, bias):
-    if np.ndim(bias) != 1 or np.shape(value)[-1] != len(bias):
+    if bias.ndim != 1 or value.shape[-1] != bias.shape[0]:
         raise errors.InvalidArgumentError(
             node.name,
             None,
