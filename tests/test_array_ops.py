@@ -232,6 +232,25 @@ def test_expand_dims_rejects_axis_out_of_range():
         tf.expand_dims(tf.zeros([2, 2]), 3)
 
 
+@pytest.mark.parametrize(
+    ("axis", "shape"), [(0, (1, 2, 3)), (2, (2, 3, 1)), (-1, (2, 3, 1)), (-3, (1, 2, 3))]
+)
+def test_expand_dims_with_an_axis_known_at_run_time(axis, shape):
+    x, a = tf.placeholder(tf.float32, [2, 3]), tf.placeholder(tf.int32, [])
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = run_in_session(tf.expand_dims(x, a), {x: value, a: axis})
+    assert out.shape == shape
+    np.testing.assert_array_equal(out, np.expand_dims(value, axis))
+
+
+def test_expand_dims_rejects_an_axis_out_of_range_at_run_time():
+    x, a = tf.placeholder(tf.float32, [2]), tf.placeholder(tf.int32, [])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"ExpandDims: axis -3 is out of range .* rank 1"
+    ):
+        run_in_session(tf.expand_dims(x, a), {x: np.zeros(2, np.float32), a: -3})
+
+
 def test_squeeze_all_and_selected_axes():
     x = tf.zeros([1, 2, 1, 3])
     assert tf.squeeze(x).shape.as_list() == [2, 3]

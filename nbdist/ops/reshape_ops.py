@@ -56,9 +56,12 @@ def _reshape_shape(inputs, attrs):
 
 @registry.kernel("Reshape")
 def _reshape_kernel(ctx, node, x, dims):
-    dims = np.ravel(dims).tolist()
+    dims = dims.ravel().tolist() if isinstance(dims, np.ndarray) else np.ravel(dims).tolist()
+    x = np.asarray(x)
+    if min(dims, default=0) >= 0 and math.prod(dims) == x.size:  # (the common case: no -1)
+        return x.reshape(dims)
     try:
-        return np.reshape(x, _reshape_dims(dims, np.size(x)))
+        return x.reshape(_reshape_dims(dims, x.size))
     except ValueError as e:
         raise invalid_argument(node, f"Input to reshape has shape {list(np.shape(x))}: {e}") from None
 
@@ -144,11 +147,12 @@ def _expand_dims_shape(inputs, attrs):
 
 @registry.kernel("ExpandDims")
 def _expand_dims_kernel(ctx, node, x, axis):
-    if not -np.ndim(x) - 1 <= int(axis) <= np.ndim(x):
-        raise invalid_argument(
-            node, f"ExpandDims: axis {int(axis)} is out of range for a tensor of rank {np.ndim(x)}"
-        )
-    return np.expand_dims(x, int(axis))
+    x, axis = np.asarray(x), int(axis)
+    if not -x.ndim - 1 <= axis <= x.ndim:
+        raise invalid_argument(node, f"ExpandDims: axis {axis} is out of range for a tensor of rank {x.ndim}")
+    if axis < 0:
+        axis += x.ndim + 1
+    return x.reshape((*x.shape[:axis], 1, *x.shape[axis:]))  # (a view, as np.expand_dims gives)
 
 
 registry.gradient("ExpandDims")(lambda op, grad: [reshape(grad, shape(op.inputs[0])), None])
