@@ -14,6 +14,7 @@ Also ``python -m nbdist demo`` and ``python -m nbdist.demo``.
 
 import argparse
 import collections
+import os
 import sys
 import threading
 import time
@@ -215,11 +216,45 @@ def _positive(text):
     return value
 
 
+def _check_options(p, args):
+    """Refuses what would be ignored or fail only after training (`p.error`: exit 2, usage shown)."""
+    if args.backup_workers and args.mode != "sync":
+        # TF has backup workers only in SyncReplicasOptimizer (replicas_to_aggregate fewer than
+        # total_num_replicas): in-graph or async training has no step to drop late gradients from.
+        p.error(
+            f"--backup-workers {args.backup_workers} needs --mode sync (got --mode {args.mode}): "
+            "backup workers are the gradients a synchronous step does not wait for; "
+            "add --mode sync, or leave --backup-workers out"
+        )
+    if not args.no_report:
+        problem = _report_path_problem(args.report)
+        if problem:
+            p.error(f"--report {args.report!r}: {problem}")
+
+
+def _report_path_problem(report):
+    """Why the report could not be written to `report` (checked before training), or None."""
+    path = Path(report).expanduser()
+    folder = path.parent.resolve()
+    if path.is_dir():
+        return "is a folder; give a file name in it, e.g. --report " + str(path / DEFAULT_REPORT)
+    if not folder.is_dir():
+        return (
+            f"its folder {str(folder)!r} does not exist; create it first (mkdir -p), "
+            "choose another path, or pass --no-report"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        where = str(folder)
+        return f"cannot write there (no permission in {where!r}); choose another path, or pass --no-report"
+    return None
+
+
 def main(argv=None, out=None, prog="python -m nbdist.demo"):
     """Runs the demo; returns the exit code (0 done, 130 interrupted by Ctrl-C)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     p = parser(prog)
     args = p.parse_args(argv)
+    _check_options(p, args)
     try:
         settings = Settings(
             mode=args.mode,

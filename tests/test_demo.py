@@ -156,6 +156,38 @@ def test_console_script_and_module_entry_points():
     assert proc.returncode == 2 and "invalid choice: 'dmeo'" in proc.stderr
 
 
+def refused(argv, tmp_path, capsys):
+    """`demo.main(argv)` must exit 2 before starting a cluster; returns what it printed to stderr."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_demo(argv, tmp_path)  # (before the checks: it trained, then failed or succeeded)
+    assert exit_info.value.code == 2
+    assert list(tmp_path.iterdir()) == []
+    return capsys.readouterr().err
+
+
+def test_a_report_path_in_a_missing_folder_is_refused_before_training(tmp_path, capsys):
+    err = refused(["--steps", "1", "--workers", "1", "--report", "/nonexistent/dir/r.html"], tmp_path, capsys)
+    assert "usage: " in err and "cluster ready" not in err
+    assert "--report '/nonexistent/dir/r.html': its folder '/nonexistent/dir' does not exist" in err
+    assert "create it first (mkdir -p), choose another path, or pass --no-report" in err
+
+
+def test_a_report_path_that_is_a_folder_is_refused_before_training(tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    err = refused(
+        ["--steps", "1", "--workers", "1", "--report", str(tmp_path / "out")], tmp_path / "out", capsys
+    )
+    assert f"--report {str(tmp_path / 'out')!r}: is a folder; give a file name in it, e.g. --report " in err
+
+
+@pytest.mark.parametrize("mode", ["async", "in-graph"])
+def test_backup_workers_outside_sync_mode_are_refused(tmp_path, capsys, mode):
+    argv = ["--mode", mode, "--backup-workers", "1", "--steps", "1", "--workers", "2", "--no-report"]
+    err = refused(argv, tmp_path, capsys)
+    assert f"--backup-workers 1 needs --mode sync (got --mode {mode})" in err
+    assert "add --mode sync, or leave --backup-workers out" in err
+
+
 # -- real clusters ---------------------------------------------------------------------------------------
 
 
