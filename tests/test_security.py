@@ -307,3 +307,40 @@ def test_dtf_cluster_attach_shows_the_running_tasks(clean_env):
         if cluster_lib.current() is not None:
             cluster_lib.current().stop()
         server.stop()
+
+
+@pytest.fixture
+def attached_by_magic(clean_env):
+    """A shell attached (`%dtf_cluster --attach`) to a server started without --exec."""
+    spec = {"worker": [f"localhost:{free_port()}"]}
+    server = tf.train.Server(spec)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbdist")
+    try:
+        with capture_output():
+            shell.run_line_magic("dtf_cluster", f"--spec '{json.dumps(spec)}' --attach --timeout 10")
+        yield shell, spec["worker"][0], server
+    finally:
+        if cluster_lib.current() is not None:
+            cluster_lib.current().stop()
+        server.stop()
+
+
+def test_dtf_worker_on_a_task_started_without_exec_says_how_to_start_it(attached_by_magic):
+    shell, address, _ = attached_by_magic
+    with pytest.raises(tf.errors.FailedPreconditionError) as info:
+        shell.run_cell_magic("dtf_worker", "", "print(task_index)")
+    message = info.value.message
+    assert f"/job:worker/task:0 at {address} runs no %%dtf_worker cells" in message
+    assert "its server was started without --exec" in message
+    assert "python -m nbdist.server --cluster JSON --job worker --task 0 --exec --key-file PATH" in message
+    assert "unknown request type" not in message
+
+
+def test_dtf_cluster_stop_on_an_attached_cluster_says_it_only_detached(attached_by_magic):
+    shell, address, server = attached_by_magic
+    with capture_output() as out:
+        shell.run_line_magic("dtf_cluster", "stop")
+    assert "Stopped" not in out.stdout
+    assert "Detached from <LocalCluster" in out.stdout and "its servers were left running" in out.stdout
+    assert server.status()["address"] == address  # still serving

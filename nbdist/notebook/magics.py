@@ -121,6 +121,12 @@ class ClusterMagics(Magics):
             print("No cluster is running.")
             return
         cluster.stop()
+        if cluster.attached:
+            print(
+                f"Detached from {cluster!r}: its servers were left running (they were started "
+                "elsewhere; stop them where they run)."
+            )
+            return
         print(f"Stopped {cluster!r}.")
 
     def _restart(self):

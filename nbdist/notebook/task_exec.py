@@ -193,6 +193,8 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
         TimeoutError: when `timeout_s` passed (the tasks were interrupted).
         tf.errors.CancelledError: when `cancel` was set (the tasks were interrupted).
         tf.errors.UnavailableError: a task could not be reached.
+        tf.errors.FailedPreconditionError: a task's server runs no cells (started without
+            ``--exec``, e.g. one an attached cluster found running).
     """
     streams = streams or {"stdout": sys.stdout, "stderr": sys.stderr}
     exec_id = secrets.token_hex(8)
@@ -201,7 +203,12 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
         for job, index, address in tasks:
             task = Task(job, index)
             run = _RemoteRun(task.label, task.name, address, key, _Printer(task.label, streams))
-            run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
+            try:
+                run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
+            except errors.InvalidArgumentError as e:
+                if _NO_EXEC_SERVICE not in e.message:
+                    raise
+                raise _started_without_exec(task, address) from None
             runs.append(run)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         timed_out = not _poll_until_done(runs, exec_id, deadline, poll_wait_s, cancel)
@@ -217,6 +224,22 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
         still = [r.label for r in runs if not r.done or (r.error or {}).get("ename") == "KeyboardInterrupt"]
         raise TimeoutError(f"%%dtf_worker: {', '.join(still)} still running after {timeout_s} s; interrupted")
     return _outcome(runs)
+
+
+_NO_EXEC_SERVICE = "unknown request type 'Exec'"  # a server's answer when it has no exec service
+
+
+def _started_without_exec(task, address):
+    """The error for a task whose server runs no cells (started elsewhere, without ``--exec``)."""
+    return errors.FailedPreconditionError(
+        None,
+        None,
+        f"{task.name} at {address} runs no %%dtf_worker cells: its server was started without --exec "
+        "(an attached cluster's servers are started elsewhere). Restart that server with --exec and "
+        f"the cluster key, e.g. `python -m nbdist.server --cluster JSON --job {task.job} "
+        f"--task {task.index} --exec --key-file PATH` (`nbdist keys new DIR` writes a key file; "
+        "this notebook needs the same key: $NBDIST_CLUSTER_KEY_FILE=PATH)",
+    )
 
 
 def _poll_until_done(runs, exec_id, deadline, poll_wait_s, cancel=None):
