@@ -51,6 +51,25 @@ def test_help_shows_the_usage_from_magic_arguments(ip):
     assert "--tasks I,J" in ip.magics_manager.magics["cell"]["dtf_worker"].__doc__
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h", "ps=1 --help   # a comment"])
+def test_dtf_cluster_help_flag_prints_the_usage(ip, flag):
+    with capture_output() as out:
+        result = ip.run_cell(f"%dtf_cluster {flag}")
+    assert result.success, result.error_in_exec
+    assert out.stdout.startswith(
+        "usage:\n\n  %dtf_cluster [--spec JSON] [--spec-file PATH] [--attach] [--timeout S]"
+    )
+    assert "--timeout S           how long each task may take to start" in out.stdout
+    assert cluster_lib.current() is None  # nothing started
+
+
+def test_dtf_worker_help_flag_prints_the_usage_and_runs_nothing(ip):
+    with capture_output() as out:
+        result = ip.run_cell("%%dtf_worker --help\nraise SystemExit('the cell ran')")
+    assert result.success, result.error_in_exec
+    assert out.stdout.startswith("usage:\n\n  %dtf_worker [--job JOB] [--tasks I,J] [--timeout S]")
+
+
 def test_unload_removes_the_magics():
     shell = InteractiveShell.instance()
     shell.run_line_magic("unload_ext", "nbdist")
@@ -101,6 +120,16 @@ def test_a_hash_inside_a_quoted_spec_reaches_the_spec(ip):
 def test_a_word_that_is_not_job_equals_count_is_a_usage_error(ip):
     with pytest.raises(UsageError, match=r"'ps' is not JOB=N .* e.g. `%dtf_cluster local=2`"):
         ip.run_line_magic("dtf_cluster", "ps worker=2")
+
+
+@pytest.mark.parametrize(
+    ("word", "command"), [("stauts", "status"), ("stpo", "stop"), ("restrat", "restart")]
+)
+def test_a_misspelt_command_gets_a_did_you_mean(ip, word, command):
+    with pytest.raises(
+        UsageError, match=rf"'{word}' is not a command or JOB=N; did you mean `%dtf_cluster {command}`\?"
+    ):
+        ip.run_line_magic("dtf_cluster", word)
 
 
 def test_a_zero_count_is_a_usage_error(ip):
@@ -186,6 +215,24 @@ def test_spec_file_starts_the_local_tasks(ip, stop_after, tmp_path):
     cluster = ip.user_ns["dtf"]
     assert cluster.cluster_spec.as_dict() == spec
     assert len(cluster.pids) == 2
+
+
+@pytest.mark.slow
+def test_a_near_miss_of_a_usual_job_name_warns_and_still_starts(ip, stop_after):
+    with capture_output() as out:
+        ip.run_line_magic("dtf_cluster", "ps=1 wroker=1")
+    assert ip.user_ns["dtf"].cluster_spec.jobs == ["ps", "wroker"]
+    assert out.stderr.count("warning") == 1  # ps is a usual name
+    assert "job 'wroker' is not a usual job name; did you mean 'worker'?" in out.stderr
+    assert "`%dtf_cluster worker=1` starts 'worker'" in out.stderr
+
+
+@pytest.mark.slow
+def test_an_unusual_job_name_far_from_the_usual_ones_is_started_quietly(ip, stop_after):
+    with capture_output() as out:
+        ip.run_line_magic("dtf_cluster", "trainer=1")
+    assert ip.user_ns["dtf"].cluster_spec.jobs == ["trainer"]
+    assert out.stderr == ""
 
 
 @pytest.mark.slow

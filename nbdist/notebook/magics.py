@@ -15,17 +15,24 @@ The magics only parse their arguments; `nbdist.notebook.cluster` and
 `nbdist.notebook.task_exec` do the work.
 """
 
+import difflib
+import sys
 from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.utils.process import arg_split
 
 from nbdist.notebook import cluster as cluster_lib
 from nbdist.notebook import task_exec
 from nbdist.runtime.cluster import ClusterSpec
 
 _ACTIONS = ("status", "stop", "restart")
+# TF's job names (ClusterSpec, TF_CONFIG, the estimator's task types): another name is fine, but
+# one a letter or two away from these is most likely a typo (`wroker=2`), so it gets a warning.
+_USUAL_JOBS = ("ps", "worker", "chief", "master", "local", "evaluator")
+_HELP_FLAGS = ("-h", "--help")
 
 
 @magics_class
@@ -82,6 +89,8 @@ class ClusterMagics(Magics):
         ``# comment`` is ignored, as on a Python line.
         """
         line = strip_comment(line)
+        if _asks_for_help(line):
+            return _print_help(self.dtf_cluster)
         args = parse_argstring(self.dtf_cluster, line)
         actions = [w for w in args.words if w in _ACTIONS]
         if actions:
@@ -167,7 +176,10 @@ class ClusterMagics(Magics):
                 sess.run(w.initializer)
                 print("task", task_index, "computed", sess.run(y), "with", w.op.name, "on", w.device)
         """
-        args = parse_argstring(self.dtf_worker, strip_comment(line))
+        line = strip_comment(line)
+        if _asks_for_help(line):
+            return _print_help(self.dtf_worker)  # (the cell is not run)
+        args = parse_argstring(self.dtf_worker, line)
         cluster = cluster_lib.current()
         if cluster is None:
             raise UsageError("%%dtf_worker needs a running cluster: run `%dtf_cluster ps=1 worker=2` first")
@@ -195,11 +207,45 @@ def strip_comment(line):
     return line
 
 
+def _asks_for_help(line):
+    """Whether the magic's line has ``-h``/``--help`` among its words (argparse's help flags:
+    IPython's magic parsers have none, so they would call them unrecognized arguments)."""
+    try:
+        words = arg_split(line)
+    except ValueError:  # unbalanced quotes: the parser reports them
+        return False
+    return any(word in _HELP_FLAGS for word in words)
+
+
+def _print_help(magic):
+    """Prints what ``%magic?`` shows: the usage line, the description and every option."""
+    text = magic.__doc__.strip()
+    if text.startswith("::"):  # magic_arguments' usage block, a reStructuredText literal
+        text = "usage:" + text[2:]
+    print(text)
+
+
+def _near_miss(word, choices):
+    """The one of `choices` that `word` is most likely a typo of, or None."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def _parse_jobs(words):
-    """``["ps=1", "worker=2"]`` -> ``{"ps": 1, "worker": 2}``, or UsageError naming the bad word."""
+    """``["ps=1", "worker=2"]`` -> ``{"ps": 1, "worker": 2}``, or UsageError naming the bad word.
+
+    A job name that is not one of TF's usual ones but is a near miss of one (``wroker``) is
+    started as given, with a warning on stderr.
+    """
     jobs = {}
     for word in words:
         name, sep, count = word.partition("=")
+        command = None if sep else _near_miss(word, _ACTIONS)
+        if command is not None:
+            raise UsageError(
+                f"%dtf_cluster: {word!r} is not a command or JOB=N; did you mean `%dtf_cluster {command}`? "
+                f"(commands: {', '.join(_ACTIONS)}; JOB=N such as local=2 starts a cluster)"
+            )
         if not sep or not name or not count.isdigit() or int(count) < 1:
             raise UsageError(
                 f"%dtf_cluster: {word!r} is not JOB=N (a job name and a positive task count), "
@@ -207,6 +253,13 @@ def _parse_jobs(words):
             )
         if name in jobs:
             raise UsageError(f"%dtf_cluster: job {name!r} is given twice")
+        usual = None if name in _USUAL_JOBS else _near_miss(name, _USUAL_JOBS)
+        if usual is not None:
+            print(
+                f"%dtf_cluster: warning: job {name!r} is not a usual job name; did you mean {usual!r}? "
+                f"(starting it as {name!r}; `%dtf_cluster {usual}={count}` starts {usual!r})",
+                file=sys.stderr,
+            )
         jobs[name] = int(count)
     return jobs
 
