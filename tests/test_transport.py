@@ -6,6 +6,10 @@ monitor blocks it once an unread event pipe is full) nor pile up sockets (a cont
 most 1023).
 """
 
+import contextlib
+import http.server
+import socket
+import threading
 import time
 
 import pytest
@@ -101,3 +105,99 @@ def test_a_send_with_no_room_to_queue_fails_naming_the_peer_instead_of_blocking(
         assert time.monotonic() - started < 10
     finally:
         channel.close()
+
+
+# -- something else on the port --------------------------------------------------------------------------
+def _session_error(target, bound_s=20.0):
+    """The error `tf.Session(target).run(...)` raises, from a fresh thread (its channels go with
+    it) that must finish within `bound_s` (the wait before the fix: 30 s, then "no connection")."""
+    out = {}
+
+    def run():
+        try:
+            with tf.Graph().as_default(), tf.Session(target) as sess:
+                sess.run(tf.constant(1.0) * 2.0)
+        except tf.errors.OpError as e:
+            out["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(bound_s)
+    assert not thread.is_alive(), f"tf.Session({target!r}) still waiting after {bound_s} s"
+    assert "error" in out, f"tf.Session({target!r}) ran a step"
+    return out["error"]
+
+
+class _QuietHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):  # (no request lines on stderr)
+        pass
+
+
+@contextlib.contextmanager
+def _http_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@contextlib.contextmanager
+def _closing_listener():
+    """A port that accepts every connection and closes it at once, saying nothing."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                conn, _ = listener.accept()
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(10)
+        listener.close()
+
+
+def test_a_session_to_a_web_server_says_it_is_not_an_nbdist_server():
+    with _http_server() as address:
+        error = _session_error(f"grpc://{address}")
+    assert isinstance(error, tf.errors.UnavailableError)
+    assert (
+        f"the master at {address} is unavailable: something answers there but is not an nbdist server "
+        "(it sent b'" in error.message
+    )
+    assert "check the address and port (the session target, the cluster spec)" in error.message
+
+
+def test_a_session_to_a_port_that_closes_at_once_says_it_is_not_an_nbdist_server():
+    with _closing_listener() as address:
+        error = _session_error(f"grpc://{address}")
+    assert isinstance(error, tf.errors.UnavailableError)
+    assert (
+        f"the master at {address} is unavailable: something answers there but is not an nbdist "
+        "server (it closed the connection without a ZeroMQ greeting) after " in error.message
+    )
+
+
+def test_the_probe_knows_an_nbdist_server_and_a_web_server_apart():
+    port = free_port()
+    server = Server({"local": [f"localhost:{port}"]}, "local", 0)
+    try:
+        assert transport.probe_peer(f"localhost:{port}") == ("zeromq", None)
+    finally:
+        server.stop()
+    with _http_server() as address:
+        kind, detail = transport.probe_peer(address)
+    assert kind == "other" and detail.startswith("it sent b'")
+    assert transport.probe_peer(f"127.0.0.1:{free_port()}") == ("unreachable", None)

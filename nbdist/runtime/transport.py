@@ -11,6 +11,7 @@ wait. The serving side is `nbdist.runtime.serving`.
 import contextlib
 import itertools
 import os
+import socket as socketlib
 import threading
 import time
 
@@ -51,6 +52,15 @@ NEVER_CONNECTED_S = 60.0
 # 100 ms otherwise, forever): a restarted peer is found again within it.
 RECONNECT_IVL_MAX_MS = 1000
 _monitor_ids = itertools.count(1)
+# A peer that accepts the TCP connection but completes no ZeroMQ handshake within PROBE_AFTER_S
+# may be something else on that port (a web server waits for a request line; ZeroMQ would wait
+# out its 30 s handshake timeout): a plain TCP probe then reads its first bytes (`probe_peer`),
+# waiting at most PROBE_WAIT_S for each of its two reads, once per connection.
+PROBE_AFTER_S = 1.0
+PROBE_WAIT_S = 0.5
+# ZMTP's greeting signature (0xFF, 8 bytes of padding, 0x7F): what any ZeroMQ peer, an nbdist
+# server included, sends first on a connection without waiting for the other side.
+_ZMTP_SIGNATURE = b"\xff" + bytes(7) + b"\x01\x7f"
 # A ZeroMQ handshake that fails because of CURVE: what to tell the user, by monitor event
 # (`_handshake_failure` picks the events that can only mean a key problem).
 _MECHANISM_MISMATCH = (
@@ -126,6 +136,11 @@ class Channel:
         self.encrypted = security.secure_client(self.socket) is not None
         self.monitor = _monitor(self.socket, _CHANNEL_EVENTS)
         self.connected = False
+        self.connected_at = None  # when the current TCP connection was made
+        self.handshaken = False  # the current connection completed its ZeroMQ handshake
+        self.ever_handshaken = False  # some connection of this channel did
+        self.probed = False  # the peer was probed (`not_nbdist`)
+        self.silent = False  # ... and sent nothing (a stopped process, or a silent stranger)
         self.handshake_failure = None  # why the last handshake failed (until one succeeds)
         self.closed_in_handshake_at = None  # the peer closed before a handshake completed
         self.disconnected_at = None
@@ -179,8 +194,10 @@ class Channel:
                     self.closed_in_handshake_at = time.monotonic()
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.handshake_failure = self.closed_in_handshake_at = None
+                self.handshaken = self.ever_handshaken = True
             elif event == zmq.EVENT_CONNECTED:
                 self.connected, self.disconnected_at, self.refused_since = True, None, None
+                self.connected_at, self.handshaken = time.monotonic(), False
                 _reached.add(self.address)
             elif event == zmq.EVENT_DISCONNECTED:
                 self.connected, self.disconnected_at = False, time.monotonic()
@@ -270,11 +287,37 @@ class Channel:
             now - started, "connection refused (it was reachable before: its server is gone)"
         )
 
+    def not_nbdist(self, started, closed=False):
+        """`UnavailableError` if a probe (`probe_peer`) finds that the peer is not a ZeroMQ peer,
+        else None. Probes once per channel, only a peer that never completed a handshake with it:
+        one that has kept an accepted connection waiting for `PROBE_AFTER_S`, or (`closed`) one
+        that closed it. A stopped or busy server is left to the usual bounds."""
+        if self.ever_handshaken or self.probed:
+            return None
+        if not closed and (not self.connected or time.monotonic() - self.connected_at < PROBE_AFTER_S):
+            return None
+        self.probed = True
+        kind, detail = probe_peer(self.address)
+        self.silent = kind == "silent"
+        if kind != "other":
+            return None
+        return errors.UnavailableError(
+            None,
+            None,
+            f"{self.name} at {self.address} is unavailable: something answers there but is not an "
+            f"nbdist server ({detail}) after {time.monotonic() - started:.1f} s; check the address "
+            "and port (the session target, the cluster spec) and what listens there",
+        )
+
     def check_alive(self, started, connect_timeout_s):
-        """Raises `UnavailableError` if the peer dropped, or never connected in time."""
+        """Raises `UnavailableError` if the peer dropped, never connected in time, or is not a
+        ZeroMQ peer at all."""
         self.poll_events()
         if self.handshake_failure is not None:
             raise self.handshake_error()
+        stranger = self.not_nbdist(started)
+        if stranger is not None:
+            raise stranger
         now = time.monotonic()
         # A peer that closed in the middle of the handshake may be a CURVE server (its mechanism
         # mismatch shows on the next attempt, reconnecting at once): wait that long for it.
@@ -284,12 +327,18 @@ class Channel:
             and not self.connected
             and not (in_handshake and now - self.closed_in_handshake_at <= REFUSED_GRACE_S)
         ):
-            raise self.unavailable(now - started, LOST)
+            raise self.not_nbdist(started, closed=True) or self.unavailable(now - started, LOST)
         refused = self.refused(started)
         if refused is not None:
             raise refused
         if not self.connected and now - max(started, self.created_at) > connect_timeout_s:
-            raise self.unavailable(now - started, "no connection")
+            what = "no connection"
+            if self.silent:
+                what = (
+                    "no ZeroMQ handshake (the port accepts connections but nothing answers there: "
+                    "a stopped process, or not an nbdist server)"
+                )
+            raise self.unavailable(now - started, what)
 
     def recv_reply(self, request_id, deadline, connect_timeout_s, what, also=None):
         """Waits for the reply to `request_id`; returns the decoded message.
@@ -366,6 +415,50 @@ class Channel:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         request_id = self.send(msg_type, body)
         return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}", also)
+
+
+def probe_peer(address, wait_s=PROBE_WAIT_S):
+    """What answers at `address`, found over a plain TCP connection.
+
+    Sends ZMTP's greeting signature and reads what comes back: a ZeroMQ peer sends its own
+    signature first. If nothing comes within `wait_s`, ends its side of the connection (a web
+    server answers a request only when it has one: it then sends its error) and reads again.
+
+    Returns:
+        ``(kind, detail)``: ``("zeromq", None)`` for a ZeroMQ signature; ``("other", "it sent
+        b'HTTP/1.0 400 ...'")`` or ``("other", "it closed the connection without a ZeroMQ
+        greeting")`` for something else; ``("silent", None)`` when nothing came (a stopped
+        process); ``("unreachable", None)`` when the probe could not connect.
+    """
+    try:
+        ip, port = samehost.resolve(address)
+        with socketlib.create_connection((ip, port), timeout=wait_s) as conn:
+            conn.sendall(_ZMTP_SIGNATURE)
+            data = _read_some(conn, wait_s)
+            if data is None:
+                conn.shutdown(socketlib.SHUT_WR)
+                data = _read_some(conn, wait_s)
+    except (OSError, ValueError):
+        return "unreachable", None
+    if data is None:
+        return "silent", None
+    if not data:
+        return "other", "it closed the connection without a ZeroMQ greeting"
+    if data[:1] == b"\xff" and (len(data) < 10 or data[9:10] == b"\x7f"):
+        return "zeromq", None  # (the rest of its greeting may still be on the way)
+    shown = data[:40] + (b"..." if len(data) > 40 else b"")
+    return "other", f"it sent {shown!r}"
+
+
+def _read_some(conn, wait_s):
+    """Up to 64 bytes from `conn` (``b""``: it closed), or None if none came within `wait_s`."""
+    conn.settimeout(wait_s)
+    try:
+        return conn.recv(64)
+    except TimeoutError:
+        return None
+    except OSError:  # reset by the peer: it closed too
+        return b""
 
 
 def _monitor(socket, events):
