@@ -55,7 +55,7 @@ _monitor_ids = itertools.count(1)
 # A peer that accepts the TCP connection but completes no ZeroMQ handshake within PROBE_AFTER_S
 # may be something else on that port (a web server waits for a request line; ZeroMQ would wait
 # out its 30 s handshake timeout): a plain TCP probe then reads its first bytes (`probe_peer`),
-# waiting at most PROBE_WAIT_S for each of its two reads, once per connection.
+# waiting at most PROBE_WAIT_S for each of its two reads, once per channel.
 PROBE_AFTER_S = 1.0
 PROBE_WAIT_S = 0.5
 # ZMTP's greeting signature (0xFF, 8 bytes of padding, 0x7F): what any ZeroMQ peer, an nbdist
@@ -137,8 +137,7 @@ class Channel:
         self.monitor = _monitor(self.socket, _CHANNEL_EVENTS)
         self.connected = False
         self.connected_at = None  # when the current TCP connection was made
-        self.handshaken = False  # the current connection completed its ZeroMQ handshake
-        self.ever_handshaken = False  # some connection of this channel did
+        self.ever_handshaken = False  # some connection of this channel completed its handshake
         self.probed = False  # the peer was probed (`not_nbdist`)
         self.silent = False  # ... and sent nothing (a stopped process, or a silent stranger)
         self.handshake_failure = None  # why the last handshake failed (until one succeeds)
@@ -194,10 +193,10 @@ class Channel:
                     self.closed_in_handshake_at = time.monotonic()
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.handshake_failure = self.closed_in_handshake_at = None
-                self.handshaken = self.ever_handshaken = True
+                self.ever_handshaken = True
             elif event == zmq.EVENT_CONNECTED:
                 self.connected, self.disconnected_at, self.refused_since = True, None, None
-                self.connected_at, self.handshaken = time.monotonic(), False
+                self.connected_at = time.monotonic()
                 _reached.add(self.address)
             elif event == zmq.EVENT_DISCONNECTED:
                 self.connected, self.disconnected_at = False, time.monotonic()
