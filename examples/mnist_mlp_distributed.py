@@ -2,8 +2,9 @@
 
 The model is TF's ``mnist_replica.py``: 784 inputs, one ReLU hidden layer (``--hidden``, 100),
 10 logits, softmax cross-entropy, Adam. The data are synthetic and seeded (no download):
-784 pixels uniform in [0, 1), labelled by a fixed random teacher network (784 -> 32 -> 10,
-argmax); each worker draws its own batches from its own generator.
+a set of 10,000 images of 784 pixels uniform in [0, 1), labelled by a fixed random teacher
+network (784 -> 32 -> 10, argmax), served in batches as ``mnist.train.next_batch`` serves MNIST;
+each worker its own set.
 
 Between-graph replication (the default) runs one process per task. The ps tasks only serve
 (``server.join()``); each worker builds the same graph under ``tf.train.replica_device_setter``
@@ -82,14 +83,16 @@ def parse_args(argv):
 
 
 class SyntheticMnist:
-    """MNIST-shaped batches: 784 pixels uniform in [0, 1), labelled by a fixed random teacher.
+    """An MNIST-shaped training set: pixels uniform in [0, 1), labelled by a fixed random teacher,
+    served as TF's ``mnist.train.next_batch`` serves MNIST (slices of a set reshuffled each epoch).
 
     The teacher (784 -> 32 ReLU -> 10, argmax) comes from `teacher_seed`, the same everywhere;
-    its logits are shifted so that the 10 classes are about equally frequent. The pixels come
-    from `seed`: each worker its own.
+    its logits are shifted so that the 10 classes are about equally frequent. The set's
+    `examples` pixels come from `seed`: each worker its own. It is made once, before training,
+    so a step costs what reading MNIST costs, not what drawing 78,400 random numbers does.
     """
 
-    def __init__(self, seed, teacher_seed=0):
+    def __init__(self, seed, teacher_seed=0, examples=10_000):
         teacher = np.random.default_rng(teacher_seed)
         self.w1 = (teacher.normal(size=(IMAGE_PIXELS, TEACHER_HIDDEN)) / np.sqrt(IMAGE_PIXELS / 12)).astype(
             np.float32
@@ -100,13 +103,20 @@ class SyntheticMnist:
         self.b2 = np.zeros(NUM_CLASSES, np.float32)  # then set to balance the classes on a sample:
         self.b2 = -self._logits(teacher.random((4096, IMAGE_PIXELS), dtype=np.float32)).mean(0)
         self.rng = np.random.default_rng(seed)
+        self.images = self.rng.random((examples, IMAGE_PIXELS), dtype=np.float32)
+        self.labels = self._logits(self.images).argmax(1).astype(np.int64)
+        self._index = examples  # reshuffle before the first batch
 
     def _logits(self, images):
         return np.maximum((images - 0.5) @ self.w1, 0.0) @ self.w2 + self.b2
 
     def next_batch(self, batch_size):
-        images = self.rng.random((batch_size, IMAGE_PIXELS), dtype=np.float32)
-        return images, self._logits(images).argmax(1).astype(np.int64)
+        if self._index + batch_size > len(self.images):  # a new epoch, in a new order
+            order = self.rng.permutation(len(self.images))
+            self.images, self.labels = self.images[order], self.labels[order]
+            self._index = 0
+        start, self._index = self._index, self._index + batch_size
+        return self.images[start : self._index], self.labels[start : self._index]
 
 
 def mlp_variables(hidden, seed=0):
