@@ -49,8 +49,7 @@ tensors, the global step, steps/s and the staleness or dropped gradients of `tra
 builds the graph in real TensorFlow (`tensorflow.compat.v1`, the `[tf]` extra;
 `docs/export.md`), `tf.import_graph_def` also takes TF's `GraphDef` protos, and the views
 below take real TF's `RunMetadata` / `GraphDef` protos.
-`tf.summary` writes event files with the optional `[summary]` extra
-(`pip install 'nbdist[summary]'`).
+`tf.summary` writes event files with tensorboardX, one of the package's dependencies.
 The notebook side (loaded on first use) adds `tf.LocalCluster`,
 `tf.report`, `tf.show_graph` / `show_placement` / `show_timeline`, `tf.Dashboard`,
 `tf.export_chrome_trace` and `tf.Playground()`: the distributed-training playground widget

@@ -2,16 +2,18 @@
 compared with real TensorFlow running the same program."""
 
 import io
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from tensorboardX.proto import summary_pb2 as pb
 
 import nbdist as tf
 from procs import REPO
 
-pb = pytest.importorskip("tensorboardX.proto.summary_pb2", reason="tf.summary needs the [summary] extra")
 plt_image = pytest.importorskip("matplotlib.image")  # decodes the PNGs of image summaries
 
 
@@ -229,10 +231,19 @@ def test_file_writer_refuses_what_it_cannot_write(tmp_path):
             writer.add_summary(3.0)
 
 
-def test_without_the_extra_summaries_fail_naming_it_and_training_without_them_runs():
+def test_the_event_file_writer_is_a_default_dependency_and_summary_an_empty_extra():
+    # A TF 1.x script calls tf.summary.scalar as a matter of course: a plain install must run it.
+    pyproject = (Path(REPO) / "pyproject.toml").read_text()  # (tomllib is Python 3.11+)
+    dependencies = re.search(r"^dependencies = \[(.*?)^\]", pyproject, re.M | re.S).group(1)
+    assert re.search(r'^    "tensorboardX>=', dependencies, re.M)
+    assert re.search(r'^    "protobuf>=', dependencies, re.M)
+    assert re.search(r"^summary = \[\]$", pyproject, re.M)  # `pip install 'nbdist[summary]'` still works
+
+
+def test_without_tensorboardx_summaries_fail_naming_it_and_training_without_them_runs():
     script = """
 import sys
-sys.modules["tensorboardX"] = None  # as if the [summary] extra were not installed
+sys.modules["tensorboardX"] = None  # as if tensorboardX were missing (an install with --no-deps)
 import nbdist as tf
 try:
     tf.summary.scalar("loss", 1.0)
@@ -253,7 +264,10 @@ with tf.train.MonitoredTrainingSession(checkpoint_dir=tempfile.mkdtemp(), save_s
         check=True,
     ).stdout
     assert "ImportError: tf.summary needs the tensorboardX package" in out
-    assert "pip install 'nbdist[summary]'" in out
+    assert (
+        "it is one of nbdist's dependencies, missing from this environment: pip install 'tensorboardX>=2.6'"
+        in out
+    )
     assert "steps [1, 2, 3]" in out
 
 

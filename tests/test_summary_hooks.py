@@ -10,7 +10,6 @@ import pytest
 import nbdist as tf
 from procs import ServerProcs, cluster_dict
 
-pytest.importorskip("tensorboardX", reason="event files need the [summary] extra")
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 event_file_loader = pytest.importorskip("tensorboard.backend.event_processing.event_file_loader")
 

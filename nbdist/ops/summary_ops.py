@@ -11,8 +11,8 @@ so the graph TensorBoard shows is the one TF would record.
 
 Tags follow TF's rule: the summary's name scope (``train/loss``, ``train/loss_1`` for a
 second one), prefixed with ``family/`` when a family is given; characters TF does not allow
-in a tag become ``_``. The protobuf classes come from the ``[summary]`` extra
-(`summary_protos`), loaded when a summary op is built or run.
+in a tag become ``_``. The protobuf classes come from tensorboardX (`summary_protos`),
+loaded when a summary op is built or run.
 """
 
 import contextlib
@@ -73,7 +73,7 @@ def _as_bytes(value):
 
 
 def _protos(node):
-    """The protobuf classes, or a `FailedPreconditionError` naming the task's missing extra."""
+    """The protobuf classes, or a `FailedPreconditionError` naming the task's missing package."""
     try:
         return summary_protos.load()
     except ImportError as e:
@@ -117,7 +117,7 @@ def scalar(name, tensor, collections=None, family=None):
 
     Raises:
         TypeError: `tensor` is not real numeric.
-        ImportError: the ``[summary]`` extra is not installed.
+        ImportError: tensorboardX (a dependency) is missing from this environment.
     """
     summary_protos.load()
     with summary_scope(name, family) as (tag, scope):

@@ -2,11 +2,12 @@
 
 nbdist produces the bytes TensorBoard reads (``Summary``, ``Event``, ``GraphDef``,
 ``HistogramProto``, ...) with tensorboardX's generated protobuf classes: the same
-messages as TensorFlow's, so TensorBoard and real TF read them. The library is the
-``[summary]`` extra (``pip install 'nbdist[summary]'``); it is imported on first use, so
-programs without summaries never need it.
+messages as TensorFlow's, so TensorBoard and real TF read them. tensorboardX is one of
+nbdist's dependencies; it is imported on first use, so programs without summaries do not
+load it, and an environment that lacks it (installed with ``--no-deps``, a checkout on
+``PYTHONPATH``) still trains: only summaries fail, naming the package to install.
 
-    pb = summary_protos.load()          # ImportError naming the extra when it is missing
+    pb = summary_protos.load()          # ImportError naming the package when it is missing
     s = pb.Summary(value=[pb.Summary.Value(tag="loss", simple_value=0.5)])
 
 Protobuf parsing never runs code, so a Summary string that crossed the wire (a worker's
@@ -17,7 +18,7 @@ import types
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'nbdist[summary]'"
+INSTALL_HINT = "pip install 'tensorboardX>=2.6'"
 
 _loaded = None
 
@@ -33,7 +34,7 @@ def load():
     global _loaded
     if _loaded is None:
         try:
-            from tensorboardX.proto import (  # noqa: PLC0415 - the optional extra loads on first use
+            from tensorboardX.proto import (  # noqa: PLC0415 - loaded on the first summary
                 attr_value_pb2,
                 event_pb2,
                 graph_pb2,
@@ -47,7 +48,8 @@ def load():
         except ImportError as e:
             raise ImportError(
                 f"tf.summary needs the tensorboardX package to write TensorBoard's event files "
-                f"({e}); install nbdist's summary extra: {INSTALL_HINT}"
+                f"({e}); it is one of nbdist's dependencies, missing from this environment: "
+                f"{INSTALL_HINT} (or reinstall nbdist with its dependencies)"
             ) from None
         _loaded = types.SimpleNamespace(
             Summary=summary_pb2.Summary,

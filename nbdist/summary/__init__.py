@@ -7,9 +7,9 @@
     writer.add_summary(sess.run(merged), step)
 
 The ops (`nbdist.ops.summary_ops`) are ordinary graph ops producing serialized ``Summary``
-bytes; `FileWriter` writes them. Both need the ``[summary]`` extra (tensorboardX's
-protobuf classes): ``pip install 'nbdist[summary]'``. The protobuf classes TF exports here
-(``tf.summary.Summary``, ``Event``, ``SessionLog``, ...) load on first use.
+bytes; `FileWriter` writes them. Both use tensorboardX's protobuf classes (a dependency of
+nbdist). The protobuf classes TF exports here (``tf.summary.Summary``, ``Event``,
+``SessionLog``, ...) load on first use.
 """
 
 from nbdist._facade import unsupported as _unsupported
@@ -35,7 +35,7 @@ __all__ = [
 
 def __getattr__(name):
     if name in _PROTOS:
-        from nbdist.ops import summary_protos  # noqa: PLC0415 - the optional extra loads on first use
+        from nbdist.ops import summary_protos  # noqa: PLC0415 - tensorboardX loads on first use
 
         return getattr(summary_protos.load(), name)
     return _unsupported("tf.summary", name)

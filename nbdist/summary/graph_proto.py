@@ -29,7 +29,7 @@ def graph_def_proto(graph):
 
     Raises:
         TypeError: anything else.
-        ImportError: the ``[summary]`` extra is not installed.
+        ImportError: tensorboardX (a dependency) is missing from this environment.
     """
     pb = summary_protos.load()
     if isinstance(graph, pb.GraphDef):

@@ -8,7 +8,7 @@ An event file is ``logdir/events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``:
 plus the process id and a per-process count, so two writers on one directory (two tasks
 sharing a filesystem, a writer reopened in the same second) never truncate each other's
 file. Records are TF's framing (length, masked CRC-32C, data, masked CRC-32C) of ``Event``
-protobufs, written by tensorboardX's `EventsWriter` (the ``[summary]`` extra). Writes are
+protobufs, written by tensorboardX's `EventsWriter` (a dependency of nbdist). Writes are
 synchronous into the file's buffer; the buffer reaches the disk on `flush`, every
 `max_queue` events, every `flush_secs` seconds (a background timer), on `close` and at the
 process' exit — so `flush` really means every event added so far is on disk (tensorboardX's
@@ -53,7 +53,7 @@ class FileWriter:
         session: not supported (TF's writing through graph ops); must be None.
 
     Raises:
-        ImportError: the ``[summary]`` extra is not installed (naming it).
+        ImportError: tensorboardX (a dependency) is missing from this environment (naming it).
         ValueError: a `session` is given.
     """
 
@@ -87,7 +87,7 @@ class FileWriter:
 
     # -- the file ------------------------------------------------------------------------------------
     def _open(self):
-        from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 - the optional extra
+        from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 - on first use
 
         os.makedirs(self._logdir, exist_ok=True)
         suffix = f".{os.getpid()}.{next(_file_numbers)}{self._filename_suffix}"
@@ -253,15 +253,15 @@ _warned_dirs = set()
 
 def default_writer(logdir):
     """The cached writer the standard hooks and the Supervisor write to, as TF's do — or None
-    when the ``[summary]`` extra is not installed (logged once per directory), so training
-    without summaries never needs it.
+    when tensorboardX is missing from this environment (logged once per directory), so
+    training without summaries never needs it.
     """
     if not summary_protos.available():
         if logdir not in _warned_dirs:
             _warned_dirs.add(logdir)
             _log.info(
-                "No event file is written to %s (the graph, global_step/sec): the summary extra is "
-                "not installed (%s).",
+                "No event file is written to %s (the graph, global_step/sec): tensorboardX, one of "
+                "nbdist's dependencies, is missing from this environment (%s).",
                 logdir,
                 summary_protos.INSTALL_HINT,
             )

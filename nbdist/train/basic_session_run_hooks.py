@@ -153,7 +153,8 @@ class StepCounterHook(SessionRunHook):
 
     The file is `output_dir`'s (or `summary_writer`'s), where TensorBoard plots it, as in TF.
 
-    Without the ``[summary]`` extra it only logs (see `nbdist.summary.writer.default_writer`).
+    Where tensorboardX (a dependency) is missing it only logs (see
+    `nbdist.summary.writer.default_writer`).
     """
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
@@ -342,8 +343,8 @@ class SummarySaverHook(SessionRunHook):
     The file is `output_dir`'s (or `summary_writer`'s); a ``SessionLog.START`` comes first.
 
     The writer is the directory's cached one (`tf.summary.FileWriterCache`), shared with the
-    other hooks writing there. Without the ``[summary]`` extra a graph has no summary ops
-    (building one fails, naming the extra) and this hook writes nothing.
+    other hooks writing there. Where tensorboardX (a dependency) is missing a graph has no
+    summary ops (building one fails, naming the package) and this hook writes nothing.
     """
 
     def __init__(

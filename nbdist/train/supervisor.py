@@ -9,8 +9,8 @@
 The chief restores the latest checkpoint of `logdir` or runs `init_op`, writes the graph to
 `logdir`'s event file, then starts its standard services: a thread saving a checkpoint every
 `save_model_secs` and, every `save_summaries_secs`, one writing `summary_op` (when the graph
-has summaries) and one writing ``global_step/sec``. Event files need the ``[summary]`` extra;
-without it the Supervisor writes none and says so once in the log. Other
+has summaries) and one writing ``global_step/sec``. Event files need tensorboardX (a
+dependency); where it is missing the Supervisor writes none and says so once in the log. Other
 workers wait until the model is ready, logging the uninitialized variables and the chief
 that should initialize them (`SessionManager.wait_for_session`). `managed_session` treats
 `OutOfRangeError` as a clean stop and re-raises any other error after stopping the threads.
@@ -170,7 +170,7 @@ class Supervisor:
     @property
     def summary_writer(self):
         """The chief's event writer for `logdir` (None on other tasks, without a logdir, or
-        without the ``[summary]`` extra), created on first use."""
+        where tensorboardX is missing), created on first use."""
         if self._summary_writer is None and self._default_writer and self._is_chief and self._logdir:
             self._summary_writer = _writer.default_writer(self._logdir)
             self._default_writer = False  # decided once
