@@ -25,6 +25,9 @@ median over the rounds of the mean time per call. BLAS runs on one thread
 
     python benchmarks/bench_kernels.py                      # both models, Markdown tables
     python benchmarks/bench_kernels.py --json after.json --before before.json
+
+(``PYTHONPATH=/some/other/checkout python benchmarks/bench_kernels.py --json before.json``
+measures another checkout's kernels with this script; the header names the one it ran.)
 """
 
 import argparse
@@ -95,12 +98,14 @@ def _batch(batch, sparse, rng):
 
 # -- recording what the executor passes each kernel -------------------------------------------------
 class Recorder:
-    """Wraps every registered kernel; while `on`, keeps each node's first call:
-    ``name -> (node, ctx, args, out)``, in the order the executor ran them."""
+    """Wraps every registered kernel; while `on`, keeps each node's first call,
+    ``calls[name] = (node, ctx, args, out)`` in the order the executor ran them, and every
+    call in `sequence` (the forward pass of a second train op runs again)."""
 
     def __init__(self):
         self.on = False
         self.calls = {}
+        self.sequence = []
         self._saved = {}
 
     def __enter__(self):
@@ -118,8 +123,9 @@ class Recorder:
     def _wrap(self, kernel):
         def recording(ctx, node, *args):
             out = kernel(ctx, node, *args)
-            if self.on and node.name not in self.calls:
-                self.calls[node.name] = (node, ctx, args, out)
+            if self.on:
+                self.calls.setdefault(node.name, (node, ctx, args, out))
+                self.sequence.append((node, ctx, args, out))
             return out
 
         return recording
@@ -137,9 +143,10 @@ def _session(graph, trains, feeds, warmup_steps):
 
 @contextlib.contextmanager
 def recorded(variant, hidden, batch, warmup_steps):
-    """Yields ``(calls, step_s)``: what each kernel got in one step of each train op, after
+    """Yields the `Recorder` of one step of each train op, after
     `warmup_steps`, with the session still open (its variables are the ref inputs), and the
-    median time of that step in a second session (whose kernels were never wrapped)."""
+    median time of that step (`Session.run` of each train op) in a second session whose
+    kernels were never wrapped."""
     graph, x, y, sparse, trains = build(variant, hidden)
     feeds = dict(zip((x, y), _batch(batch, sparse, np.random.default_rng(1))))
     with _session(graph, trains, feeds, warmup_steps) as plain:
@@ -151,7 +158,7 @@ def recorded(variant, hidden, batch, warmup_steps):
             sess.run(train, feeds)
         recorder.on = False
     with sess:
-        yield recorder.calls, step_s
+        yield recorder, step_s
 
 
 def _median_s(fn, rounds):
@@ -380,9 +387,10 @@ def rows_of(variant, calls):
 
 
 # -- timing ---------------------------------------------------------------------------------------------
-def _caller(calls, names):
-    """Calls the registered kernels of `names` as the executor does: ``kernel(ctx, node, *args)``."""
-    steps = [(registry.lookup(calls[n][0].op).kernel, calls[n][1], calls[n][0], calls[n][2]) for n in names]
+def _caller(recorded_calls):
+    """Calls the registered kernels of `recorded_calls` (``(node, ctx, args, out)``) as the
+    executor does: ``kernel(ctx, node, *args)``."""
+    steps = [(registry.lookup(node.op).kernel, ctx, node, args) for node, ctx, args, _ in recorded_calls]
 
     def run():
         for kernel, ctx, node, args in steps:
@@ -426,9 +434,21 @@ def paired(fn_a, fn_b, rounds, round_s):
     return statistics.median(a_s), statistics.median(b_s) if b_s else None
 
 
-def _kernels(calls, names):
-    ops = [calls[n][0].op for n in names]
+def _kernels(recorded_calls):
+    ops = [node.op for node, *_ in recorded_calls]
     return " + ".join(ops) if len(ops) <= 3 else f"{len(ops)} kernels"
+
+
+def _result(variant, label, kernels, shape, kernel_s, floor_s):
+    floor_us = None if floor_s is None else floor_s * 1e6
+    return {
+        "variant": variant,
+        "label": label,
+        "kernels": kernels,
+        "shape": shape,
+        "kernel_us": kernel_s * 1e6,
+        "floor_us": floor_us,
+    }
 
 
 def measure(model, rounds, round_s, warmup_steps):
@@ -436,34 +456,18 @@ def measure(model, rounds, round_s, warmup_steps):
     hidden, batch = MODELS[model]
     results = []
     for variant in ("adam", "momentum", "sgd"):
-        with recorded(variant, hidden, batch, warmup_steps) as (calls, step_s):
-            rows = rows_of(variant, calls)
-            rows.append(Row("all kernels of the step", "", list(calls), None))
-            for row in rows:
+        with recorded(variant, hidden, batch, warmup_steps) as (recorder, step_s):
+            calls = recorder.calls
+            for row in rows_of(variant, calls):
                 floor = row.bind()
-                if floor is not None:
-                    check(row, floor, calls)
-                kernel_s, floor_s = paired(_caller(calls, row.names), floor, rounds, round_s)
-                results.append(
-                    {
-                        "variant": variant,
-                        "label": row.label,
-                        "kernels": _kernels(calls, row.names),
-                        "shape": row.shape,
-                        "kernel_us": kernel_s * 1e6,
-                        "floor_us": None if floor_s is None else floor_s * 1e6,
-                    }
-                )
-        results.append(
-            {
-                "variant": variant,
-                "label": "Session.run (the step)",
-                "kernels": "",
-                "shape": "",
-                "kernel_us": step_s * 1e6,
-                "floor_us": None,
-            }
-        )
+                check(row, floor, calls)
+                row_calls = [calls[n] for n in row.names]
+                kernel_s, floor_s = paired(_caller(row_calls), floor, rounds, round_s)
+                results.append(_result(variant, row.label, _kernels(row_calls), row.shape, kernel_s, floor_s))
+            kernel_s, _ = paired(_caller(recorder.sequence), None, rounds, round_s)
+            kernels = _kernels(recorder.sequence)
+            results.append(_result(variant, "all kernels of the step", kernels, "", kernel_s, None))
+        results.append(_result(variant, "Session.run (the step)", "", "", step_s, None))
     return results
 
 
@@ -476,9 +480,11 @@ def environment():
         if i["user_api"] == "blas"
     ]
     env = ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"))
+    checkout = os.path.dirname(os.path.dirname(tf.__file__))
     return (
-        f"nbdist {tf.__version__}, numpy {np.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}\n"
+        f"nbdist {tf.__version__} from {checkout}, numpy {np.__version__}, "
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}\n"
         f"BLAS: {'; '.join(blas) or 'none found'}, limited to 1 thread by threadpoolctl; {env}"
     )
 
