@@ -238,3 +238,29 @@ def test_a_batch_in_columns_is_recorded_as_its_events_one_by_one():
     assert (in_batches.count, in_batches.names) == (one_by_one.count, one_by_one.names)
     kept = in_batches.snapshot()["/job:worker/task:0"]
     assert len(kept) < 50 and sum(m["dropped"] for _, _, m in kept) == step[0] // 7
+
+
+def test_a_picture_that_keeps_its_layout_lays_out_again_only_when_a_tick_label_got_longer(monkeypatch):
+    """``relayout=False`` (the dashboard's overdue pictures): limits that moved are drawn
+    whole, but laid out afresh only when a tick label got longer (one that stuck out would
+    overlap the next panel), not when one got shorter."""
+    lengths = iter([(3, 4), (3, 3), (3, 5)])  # each axis's longest tick label: laid out, shorter, longer
+    monkeypatch.setattr(charts, "_tick_label_lengths", lambda fig: next(lengths))
+    history, plot = charts.MetricsHistory(), charts.DashboardPlot()
+    for i in range(20):
+        history.add(metric("/job:worker/task:0", i, 100.0 + i, loss=0.5))
+    plot.png(history, final=False)
+    for i, t in enumerate([160.0, 5100.0]):  # time beyond its limits, twice
+        history.add(metric("/job:worker/task:0", 20 + i, t, loss=0.5))
+        plot.png(history, final=False, relayout=False)
+        assert (plot.full_draws, plot.layouts) == (2 + i, 1 + i)
+
+
+def test_the_cumulative_dropped_count_gets_room_to_grow_like_the_global_step():
+    history, plot = charts.MetricsHistory(), charts.DashboardPlot()
+    for i in range(40):
+        history.add(metric("/job:worker/task:0", i, 100.0 + i, loss=0.5, dropped=1))
+    plot.png(history, final=False)
+    dropped_ax = plot.fig.axes[2]
+    assert dropped_ax.get_title().startswith("dropped")
+    assert dropped_ax.get_ylim()[1] >= 2 * 40  # as much room again (a quarter more moved it every picture)

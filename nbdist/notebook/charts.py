@@ -446,12 +446,15 @@ class DashboardPlot:
             artist.set_animated(False)
         return self.fig
 
-    def png(self, history, title=None, final=True, data=None):
+    def png(self, history, title=None, final=True, data=None, relayout=True):
         """PNG bytes of the picture of `history` now (fast zlib: a live picture is soon replaced).
 
         Args:
             final: a picture to keep (drawn whole, as `figure`); False: a live picture.
             data: its `snapshot`, when the caller took one already.
+            relayout: False: a live picture drawn whole keeps the last layout unless a tick
+                label got longer (half the CPU; shorter labels leave some room unused until
+                the next picture laid out afresh).
         """
         moved = self._update(history, title, live=not final, data=data)
         for artist in self._animated:
@@ -459,7 +462,8 @@ class DashboardPlot:
         canvas = self._canvas
         if final or moved or self._background is None:
             labels = _tick_label_lengths(self.fig)
-            layout = final or self._background is None or labels != self._laid_out_for
+            changed = labels != self._laid_out_for if relayout else _longer(labels, self._laid_out_for)
+            layout = final or self._background is None or changed
             self.fig.set_layout_engine("constrained" if layout else "none")
             canvas.draw()  # the animated artists (lines, headline) are left out...
             self._background = canvas.copy_from_bbox(self.fig.bbox)
@@ -489,7 +493,7 @@ class DashboardPlot:
                 self._lines[panel, task].set_data(*self._thin(_points(history, data[task], panel)))
             if panel == "loss":
                 moved |= _choose_loss_scale(ax, data)
-            moved |= _rescale(ax, live, from_zero=panel in ("rate", "dropped"))
+            moved |= _rescale(ax, live, from_zero=panel in ("rate", "dropped"), growing=panel == "dropped")
         if self._steps_line is not None:
             self._steps_line.set_data(*self._thin(steps))
             moved |= _rescale(self._steps_line.axes, live, from_zero=False, growing=True)
@@ -569,6 +573,11 @@ def _tick_label_lengths(fig):
         for ax in fig.axes
         for axis in (ax.xaxis, ax.yaxis)
     )
+
+
+def _longer(labels, laid_out_for):
+    """Whether any axis's longest tick label (`_tick_label_lengths`) is longer than in the layout."""
+    return laid_out_for is None or any(n > was for n, was in zip(labels, laid_out_for))
 
 
 _SLACK = 2.5  # a live picture's limits may be this many times as wide as the data's

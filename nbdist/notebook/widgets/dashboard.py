@@ -25,12 +25,20 @@ _w = ipywidgets_or_none()
 # busy, and while one is idle. Training on 2 cores with tf.report after every step lost about
 # 5% of its steps/s to a dashboard at 0.025 (docs/benchmarks.md, "What watching costs
 # training"). At 0.01 a live picture (15-20 ms: new lines over the last picture) comes every
-# 2 s, and one drawn whole (its axes moved: 0.2 s) some 20 s later; the headline and the table
-# (global step, last loss, steps/s per replica: read in place, well under a millisecond) are
-# refreshed every TEXT_EVERY_S meanwhile. With a core to spare, pictures come up to 5 a second.
+# 2 s, and one drawn whole (its axes moved: 0.2 s) would hold the next back 20 s (see
+# PICTURE_EVERY_S); the headline and the table (global step, last loss, steps/s per replica:
+# read in place, well under a millisecond) are refreshed every TEXT_EVERY_S meanwhile. With a
+# core to spare, pictures come up to 5 a second.
 BUSY_FRACTION = 0.01
 IDLE_FRACTION = 0.25
 TEXT_EVERY_S = 1.0
+# The first picture of metrics is drawn at once and not charged (matplotlib's warm-up, ~0.5 s:
+# at 1% it held the next picture back for 50 s). After that, while metrics come, a picture is
+# begun at most PICTURE_EVERY_S after the last (so one reaches the page at least every 10 s,
+# drawing and sending included, on a busy machine): one due before the budget allows it keeps
+# the last layout (a whole picture at half the CPU) and is charged too, so the budget holds
+# over time (the pictures after it wait until it is paid for).
+PICTURE_EVERY_S = 8.0
 _VBox = _w.VBox if _w is not None else object
 
 
@@ -52,6 +60,8 @@ class Dashboard(_VBox):
             machine's cores are busy (the notebook's CPU is the training's when they share
             them); `idle_fraction` while a whole core is idle.
         rate_window_s: steps/s are averaged over this window.
+        picture_every_s: while metrics come, a new picture at least this often (None: only
+            as the budget allows).
         subscribe: False to feed events only through `update`.
         replay: False to show only what is reported from now on (not the events the source
             already holds, nor late ones stamped earlier): one dashboard per experiment on
@@ -71,6 +81,7 @@ class Dashboard(_VBox):
         replay=True,
         busy_fraction=BUSY_FRACTION,
         idle_fraction=IDLE_FRACTION,
+        picture_every_s=PICTURE_EVERY_S,
     ):
         if _w is None:
             raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
@@ -87,6 +98,8 @@ class Dashboard(_VBox):
             idle_fraction,
             between=self.refresh_text,
             between_every_s=TEXT_EVERY_S,
+            max_interval_s=picture_every_s,
+            overdue=lambda: self.flush(relayout=False),
         )
         self._draw_lock = threading.Lock()
         self._unsubscribe = None
@@ -139,17 +152,20 @@ class Dashboard(_VBox):
             self._redrawer.request()
 
     # -- drawing -------------------------------------------------------------------------------------
-    def flush(self):
-        """Redraws now from the calling thread (sets widget state only)."""
+    def flush(self, relayout=True):
+        """Redraws now from the calling thread (sets widget state only).
+
+        Args:
+            relayout: False: a live picture keeps the last layout (`charts.DashboardPlot.png`).
+        """
         with self._draw_lock:
             data = self.history.snapshot()
             summary = self.history.summary()
             live = not self._redrawer.closed
-            self.png = self.plot.png(
-                self.history, title=_headline(self.title_text, summary), final=not live, data=data
-            )
+            title = _headline(self.title_text, summary)
+            self.png = self.plot.png(self.history, title=title, final=not live, data=data, relayout=relayout)
+            self._set_text(summary, live)  # (first: a new picture finds its numbers shown)
             self.image.value = self.png
-            self._set_text(summary, live)
             self.redraws += 1
 
     def refresh_text(self):
@@ -159,9 +175,11 @@ class Dashboard(_VBox):
 
     def _set_text(self, summary, live):
         if live:
-            every = 1 / self._redrawer.min_interval_s
+            every, most = 1 / self._redrawer.min_interval_s, self._redrawer.max_interval_s
+            at_least = f", at least every {most:g} s" if most else ""
             note = (
-                f"pictures as metrics arrive (at most {every:g} a second; numbers every {TEXT_EVERY_S:g} s)"
+                f"pictures as metrics arrive (at most {every:g} a second{at_least}; "
+                f"numbers every {TEXT_EVERY_S:g} s)"
             )
         else:
             note = "the final picture, also kept in the saved notebook"

@@ -3,12 +3,19 @@
 Events may arrive on any thread and far faster than matplotlib draws; `request` only marks
 the picture out of date and returns at once. One daemon thread (started on the first
 request) calls ``draw()`` when the picture is out of date and the last draw is at least
-``1 / max_per_s`` ago, so a burst of requests makes one draw — and after a draw it pauses
-long enough that drawing takes at most ``busy_fraction`` of the time, so watching never
-takes more than that share of a core from the training it watches. When training and the notebook share
-a machine's cores, a picture's CPU is the training's: a dashboard drawing at a tenth of a
-core cost training on 2 cores about twice that share of its steps/s (docs/benchmarks.md).
-``draw`` should only set widget state (docs/testing-notebooks.md).
+``1 / max_per_s`` ago, so a burst of requests makes one draw — and paces the draws so that
+drawing takes at most ``busy_fraction`` of the time (each draw's CPU time is charged to the
+time after it), so watching never takes more than that share of a core from the training it
+watches. When training and the notebook share a machine's cores, a picture's CPU is the
+training's: a dashboard drawing at a tenth of a core cost training on 2 cores about twice
+that share of its steps/s (docs/benchmarks.md).
+
+The first draw is not charged: it pays matplotlib's one-time warm-up (fonts, the figure's
+first layout: ~0.5 s, where a later picture takes 15-200 ms), which would otherwise hold the
+second picture back for a minute at 1%. With ``max_interval_s``, a picture comes at least
+that often while requests come: one due before the budget is earned is drawn by ``overdue``
+(a cheaper picture: the dashboard keeps its last layout) and charged like any other, so the
+budget holds over time. ``draw`` should only set widget state (docs/testing-notebooks.md).
 """
 
 import os
@@ -33,6 +40,9 @@ class Redrawer:
         between: a cheap callable (no arguments) called during a pause, at most every
             `between_every_s`, when requests came since the last draw or call: what can
             stay live while the picture waits (a costly picture pauses the next for long).
+        max_interval_s: while requests come, a picture at least this often, even before
+            the budget is earned (None: only within the budget).
+        overdue: what draws such a picture (no arguments; default `draw`): a cheaper one.
     """
 
     def __init__(
@@ -44,9 +54,13 @@ class Redrawer:
         idle_fraction=None,
         between=None,
         between_every_s=1.0,
+        max_interval_s=None,
+        overdue=None,
     ):
         self._draw = draw
+        self._overdue = overdue or draw
         self.min_interval_s = 1.0 / max_per_s
+        self.max_interval_s = max_interval_s
         self._between = between
         self.between_every_s = between_every_s
         self._requests = 0  # requests so far (what `between` has not seen: more than `_seen`)
@@ -55,11 +69,19 @@ class Redrawer:
         self.idle_fraction = idle_fraction
         self._cpu_sample = cpu_times() if idle_fraction is not None else None
         self._next_draw = 0.0  # monotonic time before which no draw starts
+        self._earned_at = 0.0  # monotonic time from which a draw is within the budget
+        self.draws = 0
+        self.overdue_draws = 0
         self._name = name
         self._cond = threading.Condition()
         self._dirty = False
         self.closed = False
         self._thread = None
+
+    @property
+    def debt_s(self):
+        """How long from now until a draw is within the budget again (0: it is)."""
+        return max(0.0, self._earned_at - time.monotonic())
 
     def request(self):
         """Marks the picture out of date (any thread; returns at once). Ignored once closed."""
@@ -108,11 +130,24 @@ class Redrawer:
                 next_between = time.monotonic() + self.between_every_s
                 self._between()
                 continue
-            started, cpu = time.monotonic(), time.thread_time()
-            self._draw()
-            took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
-            pause = time.monotonic() - started + took * (1.0 / self._fraction() - 1.0)
-            self._next_draw = started + max(self.min_interval_s, pause)
+            self._draw_once()
+
+    def _draw_once(self):
+        """Draws (`overdue` if the budget is not earned yet), charges the draw's CPU time to
+        the budget (not the first draw's: the warm-up) and sets when the next may start."""
+        started, cpu = time.monotonic(), time.thread_time()
+        overdue = started < self._earned_at
+        (self._overdue if overdue else self._draw)()
+        took = time.thread_time() - cpu  # the CPU a picture took from training, not its wall time
+        fraction = self._fraction()
+        if self.draws:  # (a debt left by an overdue draw is carried)
+            self._earned_at = max(self._earned_at, started) + took / fraction
+        self.draws += 1
+        self.overdue_draws += overdue
+        due = self._earned_at
+        if self.max_interval_s is not None:
+            due = min(due, started + self.max_interval_s)
+        self._next_draw = max(started + self.min_interval_s, due)
 
     def _fraction(self):
         """The share of a core drawing may take now: `idle_fraction` if a core was idle."""
