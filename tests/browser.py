@@ -12,6 +12,7 @@ behind. Recipe: docs/testing-notebooks.md.
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,9 +168,10 @@ def isolated_env(state):
 
 
 @contextlib.contextmanager
-def jupyter_server(app, root, state):
+def jupyter_server(app, root, state, env=None):
     """Runs ``jupyter lab`` or ``jupyter notebook`` (`app`) on `root` with ``window.jupyterapp``
-    exposed; yields a `Server`. Logs and settings go to `state`, outside the file browser."""
+    exposed; yields a `Server`. Logs and settings go to `state`, outside the file browser;
+    `env` adds variables to the server's environment (its kernels and their clusters see them)."""
     token, port = secrets.token_hex(16), free_port()
     app_class = {"lab": "LabApp", "notebook": "JupyterNotebookApp"}[app]
     argv = [
@@ -183,7 +186,7 @@ def jupyter_server(app, root, state):
         f"--{app_class}.expose_app_in_browser=True",
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     server = Server(f"http://127.0.0.1:{port}", token, state / f"jupyter-{app}.log")
-    with _serve(argv, root, isolated_env(state), server, "/api/status"):
+    with _serve(argv, root, {**isolated_env(state), **(env or {})}, server, "/api/status"):
         yield server
 
 
@@ -284,7 +287,8 @@ def artifacts_dir(tmp_path):
 @contextlib.contextmanager
 def page_with_screenshots(browser, out_dir, prefix):
     """A tall page that records console errors (``page.console_errors``); on exit, whatever
-    happened, saves ``<prefix>-page.png`` and one picture per nbdist widget, then closes it."""
+    happened, saves ``<prefix>-page.png`` and a picture of each nbdist widget that is visible
+    (``<prefix>-dashboard.png``, ``<prefix>-dashboard-2.png``, ...), then closes it."""
     page = browser.new_page(viewport=VIEWPORT)
     page.console_errors = []
     page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
@@ -293,22 +297,30 @@ def page_with_screenshots(browser, out_dir, prefix):
     finally:
         page.screenshot(path=str(out_dir / f"{prefix}-page.png"))
         for selector, name in [(".nbdist-graph-view", "graph-view"), (".nbdist-dashboard", "dashboard")]:
-            if page.locator(selector).count():
-                page.locator(selector).first.screenshot(path=str(out_dir / f"{prefix}-{name}.png"))
+            widgets = page.locator(selector)
+            for i in range(widgets.count()):
+                path = out_dir / f"{prefix}-{name}{f'-{i + 1}' if i else ''}.png"
+                # (a picture of what is shown, not a check: one that is not, is left out and
+                # the test's own error, if any, is the one reported)
+                with contextlib.suppress(sync_api.Error):
+                    widgets.nth(i).screenshot(path=str(path), timeout=10_000)
         page.close()
 
 
 def run_all_in_jupyter(page, url):
     """Opens a notebook in JupyterLab or Notebook 7 (both expose ``window.jupyterapp``), waits
-    for an idle kernel and starts "run all cells" without waiting for the cells to finish."""
+    until it is the current tab with an idle kernel (Lab may restore another notebook of the
+    same server's workspace as well) and starts "run all cells" without waiting for the cells
+    to finish."""
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
     page.wait_for_function(
-        """() => {
+        """(name) => {
             const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
             const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-            return k && k.status === 'idle';
+            return k && k.status === 'idle' && w.context.path.split('/').pop() === name;
         }""",
+        arg=urllib.parse.unquote(url.split("?")[0].rsplit("/", 1)[-1]),
         timeout=90_000,
     )
     # Fire and forget: awaiting the command's promise would only return after the last cell.
@@ -342,18 +354,19 @@ def expect_graph_with_task_colors(page, timeout_ms=120_000):
     expect(page.locator(".nbdist-graph-header")).to_contain_text("_Send/_Recv pairs")
 
 
-def loss_pictures_while_training(page, timeout_s=90):
-    """Distinct states of the dashboard - ``(loss image src, headline)`` - until it says
-    stopped. While training keeps the cores busy pictures are budgeted (a few in a short run)
-    and the headline's numbers (global step, reports) change every second between them."""
-    curve, status = page.locator("img.nbdist-loss"), page.locator(".nbdist-dashboard-title")
+def loss_pictures_while_training(scope, timeout_s=90, enough=None):
+    """Distinct states of the dashboard in `scope` (a page, or a locator of one dashboard of
+    several) until it says stopped, `timeout_s` passed, or ``enough(states)``: ``(seconds since
+    the first, loss image src, headline)``. While training keeps the cores busy pictures are
+    budgeted and the headline's numbers (global step, reports) change every second between them."""
+    curve, status = scope.locator("img.nbdist-loss").first, scope.locator(".nbdist-dashboard-title").first
     expect(curve).to_be_visible(timeout=60_000)
     assert curve.evaluate("img => img.naturalWidth") > 0
-    seen, deadline = [], time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    seen, began, deadline = [], time.monotonic(), time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not (enough and enough(seen)):
         state = (curve.get_attribute("src"), status.inner_text())
-        if state[0] and (not seen or seen[-1] != state):
-            seen.append(state)
+        if state[0] and (not seen or seen[-1][1:] != state):
+            seen.append((round(time.monotonic() - began, 1), *state))
         if "(stopped)" in state[1]:
             break
         time.sleep(0.2)
@@ -363,9 +376,25 @@ def loss_pictures_while_training(page, timeout_s=90):
 def expect_live_dashboard(seen):
     """The dashboard changed while training ran: a new picture at least once (the final one,
     at the least) and its numbers at least three times."""
-    pictures = {src for src, _ in seen}
+    pictures = {src for _, src, _ in seen}
     assert len(pictures) >= 2, f"the loss picture changed only {len(pictures) - 1} times"
-    assert len({text for _, text in seen}) >= 3, f"the dashboard's headline changed only: {seen}"
+    assert len({text for *_, text in seen}) >= 3, f"the dashboard's headline changed only: {seen}"
+
+
+def pictures_after_training_began(seen, within_s):
+    """``(seconds, global step)`` of the first live picture that shows a global step above 0
+    and of the new pictures in the `within_s` after it ([] when there is none). A picture's
+    step is the headline's when it came: the dashboard sets its numbers, then the picture
+    drawn with them (later numbers only come a second later)."""
+    pictures = []  # (seconds, global step) of each picture that came while live and watched
+    for (t, src, headline), before in zip(seen, [None, *seen]):
+        step = re.search(r"\(live\) .*global step (\d+)", headline)
+        if step and before is not None and src != before[1]:
+            pictures.append((t, int(step[1])))
+    first = next((i for i, (_, step) in enumerate(pictures) if step > 0), None)
+    if first is None:
+        return []
+    return [(t, step) for t, step in pictures[first:] if t - pictures[first][0] <= within_s]
 
 
 def widget_errors(page):

@@ -63,7 +63,7 @@ import numpy as np
 FEATURES, BATCH, LAST_STEP = 20, 16, 200
 TRUE_W = np.random.RandomState(0).normal(size=(FEATURES, 1)).astype(np.float32)
 
-def train(mode, replicas_to_aggregate=2):
+def train(mode, replicas_to_aggregate=2, last_step=LAST_STEP):
     rng = np.random.RandomState(100 + task_index)  # every worker its own data
     workers = cluster.num_tasks("worker")
     setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=cluster)
@@ -75,7 +75,7 @@ def train(mode, replicas_to_aggregate=2):
         w = tf.get_variable("w", [FEATURES, 1], initializer=tf.zeros_initializer())
         loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
         opt = tf.train.GradientDescentOptimizer(0.05)
-        hooks = [tf.train.StopAtStepHook(last_step=LAST_STEP)]
+        hooks = [tf.train.StopAtStepHook(last_step=last_step)]
         if mode == "sync":
             opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas=workers)
             hooks.append(opt.make_session_run_hook(is_chief=task_index == 0))
@@ -154,7 +154,9 @@ sync_dash"""
 
 SYNC_RUN = """\
 %%dtf_worker
-train("sync", replicas_to_aggregate=2)"""
+import os
+train("sync", replicas_to_aggregate=2,
+      last_step=int(os.environ.get("NBDIST_NB06_STEPS", LAST_STEP)))  # a browser test trains longer"""
 
 SYNC_STOP = "sync_dash.stop()"
 
