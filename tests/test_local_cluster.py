@@ -1,6 +1,7 @@
 """Tests for nbdist/notebook/cluster.py: LocalCluster starts, watches and stops real server processes."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -85,6 +86,26 @@ def test_status_html_has_a_row_per_task():
     rows = [{"job": "ps", "index": 0, "address": "a:1", "pid": 1, "alive": False, "error": "<gone>"}]
     assert render.status_html(rows).count("<tr") == 2
     assert "&lt;gone&gt;" in render.status_html(rows)
+
+
+def test_status_html_shows_a_task_stopped_on_purpose_grey_and_one_that_died_red():
+    rows = [
+        {"job": "ps", "index": 0, "address": "a:1", "pid": 1, "alive": True},
+        {"job": "worker", "index": 0, "address": "a:2", "pid": None, "alive": False, "error": "stopped"},
+        {"job": "worker", "index": 1, "address": "a:3", "pid": 3, "alive": False, "error": "no answer"},
+        {"job": "worker", "index": 2, "address": "a:4", "pid": None, "alive": False, "error": "not started"},
+    ]
+    colors = re.findall(r'<tr style="color:(#\w+)">', render.status_html(rows))
+    assert colors == ["#2a7", "#888", "#c33", "#c33"]  # green, grey, red, red
+
+
+def test_a_status_snapshot_keeps_the_table_of_its_moment():
+    rows = [{"job": "ps", "index": 0, "address": "a:1", "pid": 1, "alive": False, "error": "stopped"}]
+    snapshot = render.StatusSnapshot(rows)
+    rows[0].update(alive=True, error=None)  # (the cluster's rows of a later moment)
+    bundle = snapshot._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}  # no widget: it stays as it was shown
+    assert "no: stopped" in bundle["text/plain"] and "no: stopped" in bundle["text/html"]
 
 
 # ---------------------------------------------------------------- real processes

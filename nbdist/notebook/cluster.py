@@ -464,6 +464,12 @@ class LocalCluster:
                 return None
         return self._view.widget
 
+    def status_snapshot(self):
+        """The status now, as a table that stays as it is (`render.StatusSnapshot`: HTML and
+        text, no widget): what a notebook shows to keep one moment, e.g. just after a task was
+        killed, where the live view goes on changing."""
+        return render.StatusSnapshot(self.status(), self)
+
     def display_status(self):
         """Shows the cluster once (IPython ``display``): see `_repr_mimebundle_`."""
         from IPython.display import display  # noqa: PLC0415 - notebook-only dependency

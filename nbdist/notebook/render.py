@@ -448,13 +448,25 @@ def status_text(rows, cluster=None):
     return "\n".join([title, *lines])
 
 
+# A row's colour: answering, stopped on purpose (`LocalCluster.stop`), or down for any other reason.
+STATUS_COLORS = {"alive": "#2a7", "stopped": "#888", "failed": "#c33"}
+
+
+def status_state(row):
+    """``"alive"``, ``"stopped"`` (its error is ``"stopped"``: stopped on purpose) or ``"failed"``."""
+    if row["alive"]:
+        return "alive"
+    return "stopped" if row.get("error") == "stopped" else "failed"
+
+
 def status_html(rows, cluster=None):
-    """The status rows as an HTML table (the widget's value)."""
+    """The status rows as an HTML table (the widget's value): green rows answer, grey ones were
+    stopped on purpose, red ones died or do not answer."""
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
     body = []
     for r in rows:
         alive, ops, var_text = _summary(r)
-        color = "#2a7" if r["alive"] else "#c33"
+        color = STATUS_COLORS[status_state(r)]
         cells = _cells(r, alive, ops, var_text)
         tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
         body.append(f'<tr style="color:{color}">{tds}</tr>')
@@ -463,3 +475,24 @@ def status_html(rows, cluster=None):
         f"<div><b>{title}</b><table><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+class StatusSnapshot:
+    """The status of one moment as a table that stays as it is (HTML, and text where HTML is not
+    shown): a record, where the live view (``LocalCluster.status_view``) changes on.
+
+    Args:
+        rows: ``LocalCluster.status()`` rows.
+        cluster: what the title names (its repr now).
+    """
+
+    def __init__(self, rows, cluster=None):
+        self.rows = rows
+        self.html = status_html(rows, cluster)
+        self.text = status_text(rows, cluster)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": self.text, "text/html": self.html}
+
+    def __repr__(self):
+        return self.text

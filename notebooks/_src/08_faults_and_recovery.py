@@ -35,8 +35,10 @@ tf.set_random_seed(0)"""
 CLUSTER_MD = """\
 ## A cluster, live
 
-One ps and one worker. The table is live: it turns red when a task dies and green again when
-it is back (it checks every second)."""
+One ps and one worker. The table is live (it checks every second): a row turns red when its
+task dies, green again when it is back, and grey when the cluster is stopped on purpose. Below,
+`dtf.status_snapshot()` keeps a copy of the table at the moments that matter: the live one
+shows only the latest."""
 
 CLUSTER = "%dtf_cluster ps=1 worker=1"
 
@@ -102,9 +104,8 @@ KILL_WORKER_MD = """\
 
 `dtf.kill("worker", 0)` sends SIGKILL to the worker's process (`kill -9`, as a machine that
 crashes). The next step fails at once with an `UnavailableError` that says which task, at
-which address, and what to check; the status table says how the process ended (it is the
-live table of the top: after the restarts below it turns green again, and after
-`%dtf_cluster stop`, grey)."""
+which address, and what to check; the status table, a copy of this moment, says how the
+process ended: red."""
 
 KILL_WORKER = """\
 dtf.kill("worker", 0)
@@ -113,27 +114,29 @@ try:
     train(sess, 1)
 except (tf.errors.UnavailableError, tf.errors.AbortedError) as e:
     print(f"{type(e).__name__}: {e.message}")
-dtf"""
+dtf.status_snapshot()  # the table now (the live one at the top changes on)"""
 
 RESTART_WORKER_MD = """\
 ## Restart it and train on
 
 `dtf.restart_task("worker", 0)` starts the task again at the same address. The old session
 was bound to the dead master, so the client opens a new one. Nothing was lost: the variables
-and the global step live on the ps, which never stopped."""
+and the global step live on the ps, which never stopped. The worker's row is green again."""
 
 RESTART_WORKER = """\
 sess.close()
 dtf.restart_task("worker", 0)
 sess, missing = open_session()
 print("uninitialized variables after the worker's restart:", missing or "none")
-print("training goes on from", sess.run(global_step), "->", train(sess, 20))"""
+print("training goes on from", sess.run(global_step), "->", train(sess, 20))
+dtf.status_snapshot()"""
 
 KILL_PS_MD = """\
 ## Kill the ps
 
 Now the task that holds the state. At global step 45, five steps after the last checkpoint
-(step 40), the ps's process is killed. The error names the ps, seen from the worker that tried to reach it."""
+(step 40), the ps's process is killed. The error names the ps, seen from the worker that tried to
+reach it; now the ps's row is red."""
 
 KILL_PS = """\
 dtf.kill("ps", 0)
@@ -142,7 +145,7 @@ try:
     train(sess, 1)
 except (tf.errors.UnavailableError, tf.errors.AbortedError) as e:
     print(f"{type(e).__name__}: {e.message}")
-dtf"""
+dtf.status_snapshot()"""
 
 RESTORE_MD = """\
 ## Restart the ps, restore from the checkpoint
@@ -160,7 +163,8 @@ print("uninitialized variables after the ps's restart:", missing)
 latest = tf.train.latest_checkpoint(CHECKPOINTS)
 saver.restore(sess, latest)
 print(f"restored {latest.rsplit('/', 1)[-1]}: global step {sess.run(global_step)} ->", train(sess, 25))
-sess.close()"""
+sess.close()
+dtf.status_snapshot()"""
 
 CURVE_MD = """\
 ## The loss across the faults
