@@ -156,10 +156,12 @@ SHOWN_STATIC = {
 
 # What may differ between two runs of a notebook in one kernel, masked before comparing them:
 # OS-chosen ports, decimals (losses, timings, "0.3 s ago"), numbers of 4 digits and more (pids,
-# file sizes, bytes), memory; the status table's heartbeat age and column widths; IPython's
-# note that the extension is loaded already. Op counts, node and device names, placements stay.
+# file sizes, bytes), memory, a dashboard's redraws (as many as the machine's load allows); the
+# status table's heartbeat age and column widths; IPython's note that the extension is loaded
+# already. Op counts, node and device names, placements stay.
 MASKS = [
     (re.compile(r"(localhost|127\.0\.0\.1):\d+"), r"\1:PORT"),
+    (re.compile(r"\b\d+ redraws\b"), "# redraws"),
     (re.compile(r"\d[\d,]*\.\d+(e-?\d+)?"), "#.#"),
     (re.compile(r"\b\d{1,3}(,\d{3})+\b|\b\d{4,}\b"), "####"),
     (re.compile(r"\b\d+ MB\b"), "# MB"),
