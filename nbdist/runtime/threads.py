@@ -28,11 +28,15 @@ What was chosen and why is in each server's Status (``threads``), the cluster st
 a ``tf.logging`` INFO line.
 """
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
 
-from nbdist.platform import tf_logging
+# Below the ``nbdist`` logger, as nbdist's own modules log: tf.logging.set_verbosity(INFO) shows
+# it. (Not `tf_logging`'s functions: their first call sets the ``nbdist`` logger to TF's default,
+# WARN, which would hide the INFO lines a program that configured logging itself asked for.)
+_log = logging.getLogger(__name__)
 
 # Environment variables that set a BLAS's thread count: when the user sets one, it rules.
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -226,7 +230,7 @@ class _ProcessPolicy:
         with self._lock:
             old = self._claims.get(key)
             if old is not None and old.explicit and intra and intra != old.explicit:
-                tf_logging.warning(
+                _log.warning(
                     "%s: intra_op_parallelism_threads=%d ignored: %d was set first (the first value wins)",
                     label,
                     intra,
@@ -336,7 +340,7 @@ def claim_for_server(key, task_device, cluster, config):
     share = max(1, cores // tasks)
     reason = f"{cores} core{'s' * (cores != 1)} / {tasks} task{'s' * (tasks != 1)} on this host"
     choice = _POLICY.claim(key, task_device, config, share, reason)
-    tf_logging.info("Server %s: %s", task_device, choice.describe())
+    _log.info("Server %s: %s", task_device, choice.describe())
     return choice
 
 
