@@ -228,19 +228,21 @@ def test_notebook_runs_twice_in_one_kernel_and_teaches_the_same_both_times(path)
     assert changed == [], f"{path.name} taught otherwise when run again (code cell, lines): {changed}"
 
 
-GLOSSARY = (
-    "client",
-    "cluster",
-    "job",
-    "master service",
-    "task",
-    "server",
-    "worker service",
-    "in-graph replication",
-    "between-graph replication",
-    "asynchronous training",
-    "synchronous training",
-)
+# Each term of 00's map, with the Chinese term in common use beside it (issue 33: much of what
+# learners read on distributed TF 1.x is in Chinese).
+GLOSSARY = {
+    "client": "客户端",
+    "cluster": "集群",
+    "job": "作业",
+    "master service": "主服务",
+    "task": "任务",
+    "server": "服务器",
+    "worker service": "工作服务",
+    "in-graph replication": "图内复制",
+    "between-graph replication": "图间复制",
+    "asynchronous training": "异步训练",
+    "synchronous training": "同步训练",
+}
 
 
 def test_start_here_maps_every_term_and_is_honest_about_the_notebooks():
@@ -249,8 +251,10 @@ def test_start_here_maps_every_term_and_is_honest_about_the_notebooks():
     start_here = Path(REPO) / "notebooks" / "00_start_here.ipynb"
     nb = nbformat.read(start_here, as_version=4)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    for term in GLOSSARY:
-        assert f"| **{term}** |" in text, f"00 has no row for {term!r}"
+    for term, chinese in GLOSSARY.items():
+        assert f"| **{term}** ({chinese}) |" in text, f"00 has no row for {term!r} ({chinese})"
+    for chinese in ("参数服务器", "设备放置", "会话", "计算图"):  # named inside the rows
+        assert chinese in text, f"00's map does not name {chinese!r}"
     linked = set(re.findall(r"\]\(((?:\d\d_\w+|playground)\.ipynb)\)", text))
     assert linked == {p.name for p in NOTEBOOKS} - {start_here.name}
     coming = set(re.findall(r"(\d\d) · [^*|]*\*\(coming\)\*", text))
