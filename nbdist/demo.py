@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from nbdist.notebook import charts, run_report
+from nbdist.notebook import charts, i18n, run_report
 from nbdist.notebook.replicated_training import EXAMPLES_PER_CLASS, MODES, Settings, train
 
 DEFAULT_REPORT = "nbdist-demo-report.html"
@@ -83,7 +83,7 @@ class StepRate:
 class Progress:
     """The progress bar (tqdm) and the metrics history the report draws, fed from any thread."""
 
-    def __init__(self, total, file, out):
+    def __init__(self, total, file, out, lang="en"):
         from tqdm import tqdm  # noqa: PLC0415 - only the command needs it
 
         self.history = charts.MetricsHistory()
@@ -97,7 +97,7 @@ class Progress:
             unit="step",
             dynamic_ncols=True,
             bar_format="{desc} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
-            desc="training",
+            desc=i18n.text(lang, "training"),
             mininterval=0.2,
         )
         self._out = out
@@ -203,6 +203,13 @@ def parser(prog="nbdist demo"):
         help="where to write the HTML report (default: ./%(default)s)",
     )
     p.add_argument("--no-report", action="store_true", help="train and trace, but write no report")
+    p.add_argument(
+        "--lang",
+        choices=list(i18n.LANGS),
+        default=i18n.default_lang(),
+        help="language of the console lines and the report's headings and charts: en English, "
+        "zh Chinese (default: zh when $LANG starts with zh, else en; now %(default)s)",
+    )
     return p
 
 
@@ -268,44 +275,45 @@ def main(argv=None, out=None, prog="python -m nbdist.demo"):
     except ValueError as e:
         p.error(str(e))
     out = out or sys.stdout
+    lang = args.lang
     bar_file = sys.stderr if out is sys.stdout else out
     cluster = progress = None
     try:
         started = time.perf_counter()
         with settings.start_cluster() as cluster:
+            seconds = time.perf_counter() - started
             print(
-                f"cluster ready in {time.perf_counter() - started:.2f} s: "
-                f"{args.ps} ps, {args.workers} workers",
-                file=out,
+                i18n.text(lang, "cluster_ready", seconds=seconds, ps=args.ps, workers=args.workers), file=out
             )
             for (job, index), pid in sorted(cluster.pids.items()):
                 print(
                     f"  /job:{job}/task:{index}  pid {pid}  {cluster.cluster_spec.task_address(job, index)}",
                     file=out,
                 )
-            progress = Progress(args.steps, bar_file, out)
+            progress = Progress(args.steps, bar_file, out, lang)
             t0 = time.perf_counter()
             result = train(cluster, settings, progress.event, streams=progress.streams, trace=True)
             elapsed = time.perf_counter() - t0
             if result.steps_per_worker is not None:
                 progress.note(
-                    "steps per worker: " + ", ".join(f"{k} {v}" for k, v in result.steps_per_worker.items())
+                    i18n.text(lang, "steps_per_worker")
+                    + ", ".join(f"{k} {v}" for k, v in result.steps_per_worker.items())
                 )
             progress.close()
             md, accuracy = result.run_metadata, result.accuracy
             rate = progress.rate.per_s
             steps = result.global_step if result.global_step is not None else progress.step
             print(
-                f"{args.mode}: trained {steps} global steps in {elapsed:.1f} s"
-                + (f" ({rate:.1f} steps/s over the last {progress.rate.steps} steps)" if rate else "")
-                + f"; accuracy {accuracy:.1%}"
+                i18n.text(lang, "trained", mode=args.mode, steps=steps, seconds=elapsed)
+                + (i18n.text(lang, "trained_rate", rate=rate, over=progress.rate.steps) if rate else "")
+                + i18n.text(lang, "trained_accuracy", accuracy=accuracy)
                 + (_OVERSHOOT if args.mode == "async" and steps > args.steps else ""),
                 file=out,
             )
             if not args.no_report:
                 path = _write_report(args, argv, md, progress, steps, elapsed, accuracy, cluster)
-                print(f"report: {path}", file=out)
-        print("cluster stopped.", file=out, flush=True)
+                print(i18n.text(lang, "report_written", path=path), file=out)
+        print(i18n.text(lang, "cluster_stopped"), file=out, flush=True)
         return 0
     except KeyboardInterrupt:
         if progress is not None:
@@ -324,16 +332,17 @@ def _write_report(args, argv, md, progress, steps, elapsed, accuracy, cluster):
         "sync": f"between-graph replication, synchronous (SyncReplicasOptimizer, "
         f"{args.workers - args.backup_workers} of {args.workers} gradients per step)",
     }[args.mode]
+    lang = args.lang
     facts = {
-        "mode": what,
-        "cluster": ", ".join(f"/job:{j}/task:{i} {a}" for j, i, a in cluster.cluster_spec.iter_tasks()),
-        "training": f"{steps} global steps in {elapsed:.1f} s, "
+        "f_mode": what,
+        "f_cluster": ", ".join(f"/job:{j}/task:{i} {a}" for j, i, a in cluster.cluster_spec.iter_tasks()),
+        "f_training": f"{steps} global steps in {elapsed:.1f} s, "
         f"batch {args.batch} per worker, seed {args.seed}",
-        "steps/s": (
+        "f_rate": (
             f"{progress.rate.per_s:.1f} (last {progress.rate.steps} steps)" if progress.rate.per_s else "-"
         ),
-        "accuracy": f"{accuracy:.1%} on all {3 * EXAMPLES_PER_CLASS} examples",
-        "traced step": {
+        "f_accuracy": f"{accuracy:.1%} on all {3 * EXAMPLES_PER_CLASS} examples",
+        "f_traced": {
             "in-graph": "the one client's step: every tower, the averaging and the update",
             "async": "one of worker 0's own steps from the middle of training, traced by its client "
             "(in its process): its forward and backward pass and its update of the ps",
@@ -341,10 +350,11 @@ def _write_report(args, argv, md, progress, steps, elapsed, accuracy, cluster):
             "(in its process): its gradients into the accumulators on the ps and its token taken "
             "from the token queue (the chief's queue runner applies the average apart from it)",
         }[args.mode],
-        "options": " ".join(argv) or "(the defaults)",
+        "f_options": " ".join(argv) or "(the defaults)",
     }
+    facts = {i18n.text(lang, key): value for key, value in facts.items()}
     html_text = run_report.run_report_html(
-        md, progress.history, title=f"nbdist demo · {args.mode}", facts=facts
+        md, progress.history, title=i18n.text(lang, "report_title", mode=args.mode), facts=facts, lang=lang
     )
     path = Path(args.report).expanduser().resolve()
     path.write_text(html_text, encoding="utf-8")

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import psutil
@@ -33,6 +34,7 @@ OPTIONS = [
     "--seed",
     "--report",
     "--no-report",
+    "--lang",
 ]
 
 
@@ -333,3 +335,33 @@ def _bar_shows_a_rate(proc):
         buf += chunk
     proc._bar_text = buf
     return "steps/s" in buf
+
+
+# -- in Chinese (--lang zh) --------------------------------------------------------------------------------
+def test_lang_is_in_the_help_and_a_chinese_lang_env_makes_zh_the_default(monkeypatch):
+    assert "--lang {en,zh}" in demo.parser("nbdist demo").format_help()
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert demo.parser().parse_args([]).lang == "zh"
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    assert demo.parser().parse_args([]).lang == "en"
+    assert demo.parser().parse_args(["--lang", "zh"]).lang == "zh"
+
+
+def test_zh_demo_prints_and_reports_in_chinese_with_every_glyph_drawn(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, text = run_demo(
+            ["--lang", "zh", "--steps", "30", "--report", str(tmp_path / "zh.html")], tmp_path
+        )
+    missing = [str(w.message) for w in caught if "missing from" in str(w.message)]
+    assert missing == [], f"matplotlib lacks CJK glyphs (apt-get install fonts-wqy-microhei): {missing[:3]}"
+    assert code == 0, text
+    assert "集群已就绪" in text and "训练中" in text and "训练了 30 个全局步" in text
+    assert text.rstrip().endswith("集群已停止。")
+    report = (tmp_path / "zh.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-Hans">' in report and "<h1>nbdist 演示 · in-graph</h1>" in report
+    for heading in ("切分后的计算图", "设备放置", "各副本的损失曲线", "单步时间线"):
+        assert f"<h2>{heading}</h2>" in report
+    assert "<b>准确率</b>" in report and "<b>集群</b>" in report
+    # the charts' glyphs are drawn as paths from a CJK font (matplotlib names each glyph by its font)
+    assert 'id="WenQuanYiMicroHei-' in report or 'id="NotoSansCJK' in report

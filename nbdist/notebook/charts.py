@@ -20,6 +20,7 @@ import zlib
 
 import numpy as np
 
+from nbdist.notebook import i18n
 from nbdist.notebook.graph_model import (
     TRANSFER_OPS,
     VARIABLE_OPS,
@@ -134,18 +135,19 @@ def placement_html(rows):
     )
 
 
-def placement_figure(rows):
-    """A matplotlib Figure: parameter bytes per task, and bytes sent/received per step."""
+def placement_figure(rows, lang="en"):
+    """A matplotlib Figure: parameter bytes per task, and bytes sent/received per step; titles
+    and labels in `lang` (`i18n.LANGS`; draw it under ``rc_context(i18n.font_rc(lang))``)."""
     from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib is imported only when drawing
     from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
 
     fig = Figure(figsize=(9, 1.2 + 0.45 * len(rows)), dpi=90, layout="constrained")
     ax_params, ax_wire = fig.subplots(1, 2, sharey=True)
-    labels = [r["task"] or "no device" for r in rows]
+    labels = [r["task"] or i18n.text(lang, "c_no_device") for r in rows]
     y = range(len(rows))
     colors = [r["color"] for r in rows]
     ax_params.barh(y, [r["param_bytes"] for r in rows], color=colors, edgecolor="#555")
-    ax_params.set(yticks=list(y), yticklabels=labels, title="parameters held (bytes)")
+    ax_params.set(yticks=list(y), yticklabels=labels, title=i18n.text(lang, "c_params"))
     ax_params.invert_yaxis()
     height = 0.38
     ax_wire.barh(
@@ -154,7 +156,7 @@ def placement_figure(rows):
         height,
         color=colors,
         edgecolor="#555",
-        label="sent",
+        label=i18n.text(lang, "c_sent"),
     )
     ax_wire.barh(
         [i + height / 2 for i in y],
@@ -163,9 +165,9 @@ def placement_figure(rows):
         color=colors,
         edgecolor="#555",
         hatch="///",
-        label="received",
+        label=i18n.text(lang, "c_received"),
     )
-    ax_wire.set(title="bytes per step over the wire")
+    ax_wire.set(title=i18n.text(lang, "c_wire"))
     ax_wire.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     for ax in (ax_params, ax_wire):
         for bars in ax.containers:
@@ -390,18 +392,14 @@ def line_colors(tasks):
     return {t: _LINE_COLORS[i % len(_LINE_COLORS)] for i, t in enumerate(ordered)}
 
 
-def dashboard_figure(history, title=None):
+def dashboard_figure(history, title=None, lang="en"):
     """A matplotlib Figure of a `MetricsHistory`: loss per replica with the global step,
-    steps/s per worker, and (when reported) staleness or dropped stale gradients."""
-    return DashboardPlot().figure(history, title)
+    steps/s per worker, and (when reported) staleness or dropped stale gradients; titles and
+    labels in `lang` (draw it under ``rc_context(i18n.font_rc(lang))``)."""
+    return DashboardPlot(lang=lang).figure(history, title)
 
 
-_PANEL_TITLES = {
-    "loss": "loss per replica",
-    "rate": "steps/s per worker",
-    "staleness": "staleness of applied gradients (async)",
-    "dropped": "dropped stale gradients (sync, cumulative)",
-}
+_PANEL_TITLES = {"loss": "c_loss", "rate": "c_rate", "staleness": "c_staleness", "dropped": "c_dropped"}
 _MARKERS = "os^vD<>p"
 
 
@@ -426,10 +424,12 @@ class DashboardPlot:
 
     Args:
         max_points: points drawn per line (evenly thinned, the first and latest kept).
+        lang: the language of titles and labels (`i18n.LANGS`).
     """
 
-    def __init__(self, max_points=400):
+    def __init__(self, max_points=400, lang="en"):
         self.max_points = max_points
+        self.lang = lang
         self.fig = None
         self.pictures = 0
         self.full_draws = 0  # pictures drawn whole (the others redrew the lines over the last)
@@ -534,17 +534,23 @@ class DashboardPlot:
                     animated=True,
                 )
             ax.grid(alpha=0.3)
-            ax.set_xlabel("time (s)")
+            ax.set_xlabel(i18n.text(self.lang, "c_time"))
             ax.ticklabel_format(axis="y", useOffset=False)
-            ax.set_title(_PANEL_TITLES[panel], fontsize=10)
+            ax.set_title(i18n.text(self.lang, _PANEL_TITLES[panel]), fontsize=10)
         loss_ax = self._axes[0]
         self._steps_line = None
         if has_steps:
             twin = loss_ax.twinx()
             (self._steps_line,) = twin.plot(
-                [], [], color="#222222", linestyle="--", linewidth=1, label="global step", animated=True
+                [],
+                [],
+                color="#222222",
+                linestyle="--",
+                linewidth=1,
+                label=i18n.text(self.lang, "c_global_step"),
+                animated=True,
             )
-            twin.set_ylabel("global step", fontsize=9)
+            twin.set_ylabel(i18n.text(self.lang, "c_global_step"), fontsize=9)
             twin.legend(loc="upper right", fontsize=7, frameon=False)
         if tasks:
             loss_ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), fontsize=7, frameon=False, ncol=2)
@@ -552,7 +558,7 @@ class DashboardPlot:
             loss_ax.text(
                 0.5,
                 0.5,
-                "waiting for metrics…\ntf.report(step=..., loss=...)",
+                i18n.text(self.lang, "c_waiting"),
                 ha="center",
                 va="center",
                 transform=loss_ax.transAxes,

@@ -15,16 +15,27 @@ source); everything else is drawn by matplotlib and by hand-written SVG.
 import html
 import io
 
-from nbdist.notebook import charts, render, trace
+from nbdist.notebook import charts, i18n, render, trace
 
 _CSS = """
-body { font-family: "DejaVu Sans", sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
+body { font-family: FONTS; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
 p.what { color: #555; font-size: 13px; max-width: 900px; }
 table.nbdist-facts td { padding: 2px 12px 2px 0; font-size: 13px; vertical-align: top; }
 .nbdist-picture { overflow: auto; border: 1px solid #ddd; padding: 4px; }
 .nbdist-picture svg { max-width: 100%; height: auto; }
 """
+
+
+_HTML_LANG = {"en": "en", "zh": "zh-Hans"}
+
+
+def _chart_svg(make_figure, lang):
+    """The ``<svg>`` of the Figure `make_figure()` draws, made and drawn with `lang`'s fonts."""
+    import matplotlib  # noqa: PLC0415 - matplotlib is imported only when drawing
+
+    with matplotlib.rc_context(i18n.font_rc(lang)):
+        return figure_svg(make_figure())
 
 
 def figure_svg(fig):
@@ -42,7 +53,7 @@ def _section(title, what, body, css_class):
     )
 
 
-def _graph_section(run_metadata):
+def _graph_section(run_metadata, lang):
     drawing = render.draw_graph(run_metadata)
     if drawing.svg is not None:
         body = f'<div class="nbdist-picture nbdist-graph">{drawing.svg}</div>'
@@ -53,28 +64,28 @@ def _graph_section(run_metadata):
         "Each red edge is a tensor sent from one task to another (a <code>_Send</code>/<code>_Recv</code> "
         "pair the master inserted), labelled with its dtype, shape and the bytes measured."
     )
-    return _section("The partitioned graph", what, body, "nbdist-report-graph")
+    return _section(i18n.text(lang, "h_graph"), what, body, "nbdist-report-graph")
 
 
-def _placement_section(run_metadata):
+def _placement_section(run_metadata, lang):
     rows = charts.placement_summary(run_metadata)
-    chart = figure_svg(charts.placement_figure(rows))
+    chart = _chart_svg(lambda: charts.placement_figure(rows, lang=lang), lang)
     body = f'{charts.placement_html(rows)}<div class="nbdist-picture nbdist-placement-chart">{chart}</div>'
     what = "Which task holds which variables, runs how many ops, and sends how many bytes per step."
-    return _section("Placement", what, body, "nbdist-report-placement")
+    return _section(i18n.text(lang, "h_placement"), what, body, "nbdist-report-placement")
 
 
-def _curves_section(history):
-    chart = figure_svg(charts.dashboard_figure(history))
+def _curves_section(history, lang):
+    chart = _chart_svg(lambda: charts.dashboard_figure(history, lang=lang), lang)
     what = (
         "Loss per replica as reported during training (one line per worker task), the global step, "
         "and each worker's steps per second."
     )
     body = f'<div class="nbdist-picture nbdist-loss">{chart}</div>'
-    return _section("Loss curves per replica", what, body, "nbdist-report-curves")
+    return _section(i18n.text(lang, "h_curves"), what, body, "nbdist-report-curves")
 
 
-def _timeline_section(run_metadata):
+def _timeline_section(run_metadata, lang):
     events = trace.step_events(run_metadata)
     what = (
         "One traced step, one band per task: grey bars are service calls (<code>RunStep</code> at the "
@@ -82,10 +93,10 @@ def _timeline_section(run_metadata):
         "each <code>_Send</code> to its <code>_Recv</code>. Hover a bar for its name and duration."
     )
     body = f'<div class="nbdist-picture nbdist-timeline">{trace.timeline_svg(events)}</div>'
-    return _section("Timeline of one step", what, body, "nbdist-report-timeline")
+    return _section(i18n.text(lang, "h_timeline"), what, body, "nbdist-report-timeline")
 
 
-def run_report_html(run_metadata, history, title="nbdist run", facts=None):
+def run_report_html(run_metadata, history, title="nbdist run", facts=None, lang="en"):
     """The report of a run as one HTML document (a str) with every picture inline.
 
     Args:
@@ -94,6 +105,8 @@ def run_report_html(run_metadata, history, title="nbdist run", facts=None):
         history: a `charts.MetricsHistory` of the run's ``metric`` events (loss per replica).
         title: the page's heading.
         facts: ``{label: value}`` shown as a table under the title (mode, cluster, speed, ...).
+        lang: the language of the headings and the charts' titles and labels (`i18n.LANGS`);
+            the explanations under the headings stay in English.
 
     Raises:
         ValueError: `run_metadata` holds no partition graphs or no trace (see `graph_model`).
@@ -103,14 +116,15 @@ def run_report_html(run_metadata, history, title="nbdist run", facts=None):
         for k, v in (facts or {}).items()
     )
     sections = [
-        _graph_section(run_metadata),
-        _placement_section(run_metadata),
-        _curves_section(history),
-        _timeline_section(run_metadata),
+        _graph_section(run_metadata, lang),
+        _placement_section(run_metadata, lang),
+        _curves_section(history, lang),
+        _timeline_section(run_metadata, lang),
     ]
+    css = _CSS.replace("FONTS", i18n.CSS_FONTS[lang])
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+        f'<!DOCTYPE html>\n<html lang="{_HTML_LANG[lang]}"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{css}</style></head>"
         f'<body><h1>{html.escape(title)}</h1><table class="nbdist-facts">{rows}</table>'
         f"{''.join(sections)}</body></html>\n"
     )
