@@ -28,6 +28,7 @@ What was chosen and why is in each server's Status (``threads``), the cluster st
 a ``tf.logging`` INFO line.
 """
 
+import functools
 import logging
 import os
 import threading
@@ -75,14 +76,21 @@ class ThreadChoice:
 
 
 # -- the cores this process may use ---------------------------------------------------------------
-def available_cores(proc="/proc/self"):
+def available_cores():
     """The CPUs this process may use: its affinity mask, capped by its cgroup's CPU quota (Binder,
     Docker and Kubernetes pods run under quotas), at least 1."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    quota = cgroup_cpu_quota(proc)
+    quota = _own_cgroup_quota()
     if quota is not None:
         cores = min(cores, max(1, int(quota + 0.999)))
     return max(1, cores)
+
+
+@functools.cache
+def _own_cgroup_quota():
+    """This process's quota, read once: a process stays in the cgroup it started in (every local
+    session asks; the files cost ~100 us to read)."""
+    return cgroup_cpu_quota()
 
 
 def cgroup_cpu_quota(proc="/proc/self"):
@@ -219,39 +227,42 @@ class _ProcessPolicy:
     def __init__(self):
         self._lock = threading.Lock()
         self._claims = {}  # key (a server's address, or LOCAL_SESSION) -> _Claim
-        self._applied = None  # the BLAS thread count nbdist set last
         self._user_choice = None  # why the count is the user's, once found
-        self._current = None  # the BLAS thread count when a claim was last applied
+        self._current = None  # BLAS's thread count when a claim was last applied (nbdist's, or the user's)
         self._cores = None  # the cores this process could use then
 
-    def claim(self, key, label, config, policy_share, policy_reason):
+    def claim(self, key, label, config, cores, policy_share, policy_reason):
         """Records (or updates) the claim of `key` and applies the process's total; its choice."""
         intra, inter = _config_threads(config)
         with self._lock:
             old = self._claims.get(key)
-            if old is not None and old.explicit and intra and intra != old.explicit:
-                _log.warning(
-                    "%s: intra_op_parallelism_threads=%d ignored: %d was set first (the first value wins)",
-                    label,
-                    intra,
-                    old.explicit,
-                )
-                intra = old.explicit
-            elif old is not None and old.explicit and not intra:
+            if old is not None and old.explicit:
+                if intra and intra != old.explicit:
+                    _log.warning(
+                        "%s: intra_op_parallelism_threads=%d ignored: %d was set first "
+                        "(the first value wins)",
+                        old.label,
+                        intra,
+                        old.explicit,
+                    )
                 intra = old.explicit
             if intra:
                 share, reason = intra, f"ConfigProto(intra_op_parallelism_threads={intra})"
             else:
                 share, reason = policy_share, policy_reason
-            label = old.label if old is not None else label
-            self._claims[key] = _Claim(label, share, intra, reason, inter or (old.inter_op if old else 0))
-            return self._apply(key)
+            if old is not None:
+                label, inter = old.label, inter or old.inter_op
+            claim = _Claim(label, share, intra, reason, inter)
+            self._claims[key] = claim
+            if claim != old:  # (another local session with the same config changes nothing)
+                self._apply(cores)
+            return self._choice(key)
 
     def release(self, key):
         """Forgets `key`'s claim; the remaining claims decide (none left: BLAS is left as it is)."""
         with self._lock:
             if self._claims.pop(key, None) is not None and self._claims:
-                self._apply(None)
+                self._apply(available_cores())
 
     def has_claim(self, key):
         with self._lock:
@@ -260,41 +271,36 @@ class _ProcessPolicy:
     def choice(self, key):
         """`key`'s choice as last applied (asks no BLAS library: a Status reply calls it)."""
         with self._lock:
-            return self._choice(key, self._current) if key in self._claims else None
+            return self._choice(key) if key in self._claims else None
 
-    def _apply(self, key):
+    def _apply(self, cores):
         current = _blas_threads()
-        self._cores = cores = available_cores()
-        user = self._user_reason(current)
-        if user is None and current is not None:
-            shares = [c.share for c in self._claims.values()]
+        self._cores = cores
+        if self._user_reason(current) is None and current is not None:
             explicit = sum(c.explicit for c in self._claims.values())
-            total = max(1, min(sum(shares), max(cores, explicit)))
+            total = max(1, min(sum(c.share for c in self._claims.values()), max(cores, explicit)))
             if total != current:
                 _set_blas_threads(total)
-            self._applied = current = total
+            current = total
         self._current = current
-        return self._choice(key, current) if key is not None else None
 
     def _user_reason(self, current):
-        """Why the current count is the user's (kept), or None when nbdist may set it."""
+        """Why the current count is the user's (kept), or None when nbdist may set it: a variable
+        in the environment, or a count that is neither what BLAS started with nor what nbdist set."""
         if self._user_choice is None:
             named = [f"{v}={os.environ[v]}" for v in BLAS_THREAD_VARS if os.environ.get(v)]
             if named:
                 self._user_choice = f"{', '.join(named)} in the environment"
-            elif current is not None and current != (self._applied or _CORES_AT_LOAD):
+            elif current is not None and current != (self._current or _CORES_AT_LOAD):
                 self._user_choice = f"the program's own limit ({current} threads, e.g. threadpoolctl)"
-        elif self._applied is not None and current not in (None, self._applied):
-            self._user_choice = f"the program's own limit ({current} threads, e.g. threadpoolctl)"
         return self._user_choice
 
-    def _choice(self, key, current):
+    def _choice(self, key):
         claim = self._claims[key]
-        user = self._user_choice
         return ThreadChoice(
-            blas=current,
+            blas=self._current,
             share=claim.share,
-            reason=f"kept: {user}" if user else claim.reason,
+            reason=f"kept: {self._user_choice}" if self._user_choice else claim.reason,
             cores=self._cores,
             intra_op=claim.explicit,
             inter_op=claim.inter_op,
@@ -339,7 +345,7 @@ def claim_for_server(key, task_device, cluster, config):
     tasks = tasks_on_this_host(cluster, key)
     share = max(1, cores // tasks)
     reason = f"{cores} core{'s' * (cores != 1)} / {tasks} task{'s' * (tasks != 1)} on this host"
-    choice = _POLICY.claim(key, task_device, config, share, reason)
+    choice = _POLICY.claim(key, task_device, config, cores, share, reason)
     _log.info("Server %s: %s", task_device, choice.describe())
     return choice
 
@@ -352,7 +358,7 @@ def claim_for_local_session(config):
     reason = f"a local session: {cores} core{'s' * (cores != 1)}"
     with _local_lock:
         _local_sessions += 1
-    return _POLICY.claim(LOCAL_SESSION, LOCAL_SESSION, config, cores, reason)
+    return _POLICY.claim(LOCAL_SESSION, LOCAL_SESSION, config, cores, cores, reason)
 
 
 def release_local_session():
@@ -369,7 +375,7 @@ def session_on_target(config, address):
     ``intra_op_parallelism_threads`` applies to that server's task (else it is ignored)."""
     intra, _ = _config_threads(config)
     if intra and _POLICY.has_claim(address):
-        _POLICY.claim(address, f"the server at {address}", config, None, None)
+        _POLICY.claim(address, f"the server at {address}", config, available_cores(), None, None)
 
 
 def choice_of(key):
