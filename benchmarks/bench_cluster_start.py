@@ -76,7 +76,7 @@ def _descendants():
 def run_floor():
     import zmq
 
-    from nbdist.runtime.samehost import free_ports
+    from nbdist.runtime.net.samehost import free_ports
 
     ctx = zmq.Context.instance()
     started = time.perf_counter()

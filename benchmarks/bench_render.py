@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nbdist as tf
 from nbdist.notebook import render
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 
 
 def build(target_ops, seed=0):

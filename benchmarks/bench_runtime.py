@@ -49,8 +49,8 @@ ROUNDS = 10  # interleaved rounds of the step-latency measurement
 
 
 def free_ports(n):
-    """`n` distinct free ports on 127.0.0.1 (`nbdist.runtime.samehost.free_ports`)."""
-    from nbdist.runtime import samehost
+    """`n` distinct free ports on 127.0.0.1 (`nbdist.runtime.net.samehost.free_ports`)."""
+    from nbdist.runtime.net import samehost
 
     return samehost.free_ports(n)
 

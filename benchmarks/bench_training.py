@@ -41,7 +41,7 @@ CONTENDER_ENV = {
 
 def _ports(n):
     sys.path.insert(0, str(ROOT))  # (run from a checkout without installing)
-    from nbdist.runtime import samehost
+    from nbdist.runtime.net import samehost
 
     return samehost.free_ports(n)
 

@@ -34,7 +34,7 @@ import zmq  # noqa: E402
 
 import nbdist as tf  # noqa: E402
 import reliability_scenarios as scenarios  # noqa: E402 - found through the path above
-from nbdist.runtime import transport, wire  # noqa: E402
+from nbdist.runtime.net import transport, wire  # noqa: E402
 from procs import LoggedProcs  # noqa: E402
 from test_server_fuzz import _bad_requests, _valid_messages  # noqa: E402
 

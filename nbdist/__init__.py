@@ -103,9 +103,9 @@ __version__ = "0.1.0"
 
 # The notebook layer loads on first use, so `import nbdist` stays light (no IPython, no widgets).
 _NOTEBOOK_NAMES = {
-    "LocalCluster": "nbdist.notebook.cluster",
-    "report": "nbdist.notebook.events",
-    "report_trace": "nbdist.notebook.events",
+    "LocalCluster": "nbdist.notebook.local_cluster",
+    "report": "nbdist.notebook.event_stream",
+    "report_trace": "nbdist.notebook.event_stream",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
     "show_graph": "nbdist.notebook.widgets",

@@ -18,7 +18,7 @@ def main(argv=None, prog="nbdist keys"):
     new.add_argument("dir", metavar="DIR", help="the directory to write them into (made if missing)")
     args = parser.parse_args(argv)
 
-    from nbdist.runtime import security  # noqa: PLC0415 - fast --help
+    from nbdist.runtime.net import security  # noqa: PLC0415 - fast --help
 
     try:
         paths = security.new_cluster_keys(args.dir)

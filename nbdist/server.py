@@ -14,7 +14,7 @@ SIGTERM or SIGINT stop the server cleanly; with ``--parent-pid`` it also exits w
 process dies (no orphans). Prints one line ``nbdist-server ready <task> <address> pid=<pid>
 BLAS threads <n> (<why>)`` once it serves: the thread policy's choice (`nbdist.runtime.threads`).
 
-``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.task.exec_service`; needs a cluster
+``--exec`` also serves ``%%dtf_worker`` cells (`nbdist.in_task.exec_service`; needs a cluster
 key), run on this process's main thread. With ``$NBDIST_EVENTS`` set (``tcp://127.0.0.1:port``
 of a notebook's collector) the task pushes heartbeats and `nbdist.report` metrics there.
 """
@@ -97,7 +97,7 @@ def main(argv=None, prog="python -m nbdist.server"):
     args = parser.parse_args(argv)
 
     from nbdist.runtime.cluster import ClusterSpec, cluster_from_tf_config  # noqa: PLC0415 - fast --help
-    from nbdist.runtime.server import Server  # noqa: PLC0415
+    from nbdist.runtime.server_lib import Server  # noqa: PLC0415
 
     if args.cluster:
         try:
@@ -131,7 +131,7 @@ def _use_key_files(key_file, curve_key_file):
     Raises:
         ValueError: a file is missing, malformed or readable by others (`KeyFileError`).
     """
-    from nbdist.runtime import security  # noqa: PLC0415 - fast --help
+    from nbdist.runtime.net import security  # noqa: PLC0415 - fast --help
 
     if key_file:
         os.environ.pop(security.KEY_ENV, None)  # the file given on the command line rules
@@ -154,7 +154,7 @@ def _serve(server, with_exec):
     service = None
     if with_exec:
         import nbdist  # noqa: PLC0415 - the facade cells see as `tf`
-        from nbdist.task import exec_service  # noqa: PLC0415 - only tasks that run cells load it
+        from nbdist.in_task import exec_service  # noqa: PLC0415 - only tasks that run cells load it
 
         service = exec_service.install(server, tf=nbdist)
         shutdown = exec_service.Shutdown
@@ -172,9 +172,9 @@ def _serve(server, with_exec):
         task = Task(server.server_def.job_name, server.server_def.task_index).name
         os.environ["NBDIST_TASK"] = task
         if os.environ.get("NBDIST_EVENTS"):
-            from nbdist.task import events  # noqa: PLC0415 - only tasks of a notebook's cluster
+            from nbdist.in_task import publisher  # noqa: PLC0415 - only tasks of a notebook's cluster
 
-            events.start_task_publisher(task)
+            publisher.start_task_publisher(task)
         print(
             f"nbdist-server ready {server.task_device} {server.address} pid={os.getpid()} "
             f"{server.threads.describe()}",
@@ -189,9 +189,9 @@ def _serve(server, with_exec):
     except shutdown:
         pass
     server.stop()
-    from nbdist.task import events  # noqa: PLC0415 - (loaded already when it holds any event)
+    from nbdist.in_task import publisher  # noqa: PLC0415 - (loaded already when it holds any event)
 
-    events.flush()  # the events held back for a batch: `run` exits without atexit
+    publisher.flush()  # the events held back for a batch: `run` exits without atexit
     return 0
 
 
@@ -210,7 +210,7 @@ def run(argv=None, prog="python -m nbdist.server"):
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    from nbdist.runtime import shm  # noqa: PLC0415
+    from nbdist.runtime.net import shm  # noqa: PLC0415
 
     shm.close_pool()
     os._exit(code)

@@ -45,7 +45,7 @@ _SETUP = """%load_ext nbdist
 import hashlib, threading, time
 import numpy as np
 import nbdist as tf
-from nbdist.notebook import events
+from nbdist.notebook import event_stream as events
 np.random.seed(0)"""
 _MODEL = """rng = np.random.RandomState(0)
 X = rng.randn(256, 3).astype(np.float32)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import nbdist
-from nbdist.runtime import samehost
+from nbdist.runtime.net import samehost
 
 REPO = str(Path(nbdist.__file__).resolve().parent.parent)
 

@@ -11,10 +11,10 @@ import pytest
 
 import nbdist as tf  # noqa: F401 - loads every op module, so every resource kind is declared
 from nbdist.graph import device
+from nbdist.in_task.exec_service import ExecService
 from nbdist.ops import registry
 from nbdist.runtime import worker
-from nbdist.runtime.server import Server
-from nbdist.task.exec_service import ExecService
+from nbdist.runtime.server_lib import Server
 from procs import REPO, free_port
 
 DOC = (Path(REPO) / "docs" / "architecture.md").read_text()

@@ -207,7 +207,7 @@ def test_a_batch_in_columns_is_recorded_as_its_events_one_by_one():
     events one by one gives, across thinning, dropped counts and the global step."""
     import random
 
-    from nbdist.task.metric_batch import MetricBatch
+    from nbdist.in_task.metric_batch import MetricBatch
 
     rng = random.Random(7)
     one_by_one = charts.MetricsHistory(max_points=50, rate_window_s=1.0)

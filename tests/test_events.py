@@ -1,4 +1,4 @@
-"""Tests for nbdist/notebook/events.py: the event stream, its collector, report() and publishers."""
+"""Tests for nbdist/notebook/event_stream.py: the event stream, its collector, report() and publishers."""
 
 import os
 import threading
@@ -9,8 +9,9 @@ import pytest
 import zmq
 
 import nbdist
-from nbdist.notebook import events
-from nbdist.runtime import sched, wire
+from nbdist.notebook import event_stream as events
+from nbdist.runtime import sched
+from nbdist.runtime.net import wire
 
 KEY = b"k" * 32
 
@@ -306,7 +307,7 @@ def test_a_malformed_batch_of_metrics_is_counted_and_the_rest_of_the_message_del
 
 
 def test_history_of_batches_is_bounded_by_events_and_keeps_the_newest():
-    from nbdist.task.metric_batch import MetricBatch
+    from nbdist.in_task.metric_batch import MetricBatch
 
     stream = events.EventStream(history_size=5)
     stream.publish({"kind": "heartbeat", "task": "t"})

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 STEPS = 5

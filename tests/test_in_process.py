@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.runtime import serving
-from nbdist.runtime.server import Server
+from nbdist.runtime.net import serving
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 

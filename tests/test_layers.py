@@ -7,7 +7,7 @@ imports) included; imports made from a string (``importlib.import_module(name)``
 facade's lazy ``tf.X`` names) are not visible and not checked. The order is
 docs/architecture.md's (and /work/shared/STYLE.md's module map):
 
-    base (errors, platform, _facade) -> graph -> ops -> runtime -> task -> train
+    base (errors, platform, _facade) -> graph -> ops -> runtime -> in_task -> train
         -> tf facade (nbdist, nbdist.nn, nbdist.train, nbdist.summary, and
            nbdist.server, the task process's entry point) -> notebook -> programs (demo, k8s, __main__)
 """
@@ -23,7 +23,7 @@ import nbdist
 PACKAGE = Path(nbdist.__file__).resolve().parent
 
 # Layer of each module, by the longest dotted prefix that is listed. Rank = index in LAYERS.
-LAYERS = ["base", "graph", "ops", "runtime", "task", "train", "facade", "notebook", "programs"]
+LAYERS = ["base", "graph", "ops", "runtime", "in_task", "train", "facade", "notebook", "programs"]
 LAYER_OF = {
     "nbdist.errors": "base",  # OpError and its subclasses: importable from anywhere
     "nbdist.platform": "base",  # tf.app / tf.flags / tf.logging: absl and the stdlib only
@@ -35,7 +35,7 @@ LAYER_OF = {
     "nbdist.graph": "graph",
     "nbdist.ops": "ops",
     "nbdist.runtime": "runtime",
-    "nbdist.task": "task",
+    "nbdist.in_task": "in_task",
     "nbdist.train": "train",
     "nbdist.summary": "train",  # tf.summary (lands with the summary work): graph and ops only
     # Graduation to real TensorFlow: reads graphs, the op registry, sessions and checkpoints;
@@ -138,14 +138,16 @@ ALL_IMPORTS = [imp for module, _, tree in SOURCES for imp in nbdist_imports(modu
 
 def test_every_module_has_a_layer_and_the_entry_points_are_read():
     modules = {module for module, _, _ in SOURCES}
-    assert {"nbdist.server", "nbdist.__main__", "nbdist.demo", "nbdist.task.exec_service"} <= modules
+    assert {"nbdist.server", "nbdist.__main__", "nbdist.demo", "nbdist.in_task.exec_service"} <= modules
     for module in modules:
         assert layer_of(module) in LAYERS
 
 
 def test_lazy_imports_inside_functions_are_read():
-    lazy = [i for i in ALL_IMPORTS if i.module == "nbdist.server" and i.target == "nbdist.task.exec_service"]
-    assert lazy, "nbdist/server.py imports nbdist.task.exec_service inside main(); the walk missed it"
+    lazy = [
+        i for i in ALL_IMPORTS if i.module == "nbdist.server" and i.target == "nbdist.in_task.exec_service"
+    ]
+    assert lazy, "nbdist/server.py imports nbdist.in_task.exec_service inside main(); the walk missed it"
 
 
 def later_layer_imports(imports):
@@ -165,7 +167,7 @@ def test_no_module_imports_a_later_layer():
 
 
 def test_the_task_process_never_loads_the_notebook():
-    task_side = ("nbdist.server", "nbdist.task", "nbdist.runtime")
+    task_side = ("nbdist.server", "nbdist.in_task", "nbdist.runtime")
     bad = [
         f"{i.module} (line {i.line}) imports {i.target}"
         for i in ALL_IMPORTS
@@ -306,9 +308,9 @@ def test_the_walk_sees_a_lazy_import_of_a_later_layer():
 
 
 def test_the_task_entry_point_importing_the_notebook_is_a_later_layer():
-    imports, _ = _check_source("nbdist.server", "import nbdist\nfrom nbdist.notebook import cluster\n")
+    imports, _ = _check_source("nbdist.server", "import nbdist\nfrom nbdist.notebook import local_cluster\n")
     assert later_layer_imports(imports) == [
-        "nbdist.server (line 2, layer facade) imports 'cluster' from nbdist.notebook.cluster (layer notebook)"
+        "nbdist.server (line 2, layer facade) imports 'local_cluster' from nbdist.notebook.local_cluster (layer notebook)"
     ]
 
 

@@ -1,4 +1,4 @@
-"""Links (nbdist.runtime.links): messages between processes of one host over a raw Unix socket,
+"""Links (nbdist.runtime.net.links): messages between processes of one host over a raw Unix socket,
 beside the ZeroMQ connection that says whether the peer lives. Real sockets, real server
 processes; nothing is mocked."""
 
@@ -15,8 +15,8 @@ import pytest
 
 import nbdist as tf
 from nbdist import errors
-from nbdist.runtime import links, samehost, transport, wire
-from nbdist.runtime.server import Server
+from nbdist.runtime.net import links, samehost, transport, wire
+from nbdist.runtime.server_lib import Server
 from procs import ServerProcs, cluster_dict, free_port
 
 

@@ -1,4 +1,4 @@
-"""Tests for nbdist/notebook/cluster.py: LocalCluster starts, watches and stops real server processes."""
+"""Tests for nbdist/notebook/local_cluster.py: LocalCluster starts, watches and stops real server processes."""
 
 import os
 import re
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.notebook import cluster as cluster_lib
+from nbdist.notebook import local_cluster as cluster_lib
 from nbdist.notebook import render
 from nbdist.runtime import threads
 
@@ -356,7 +356,7 @@ def test_after_stop_the_status_says_stopped_not_not_started(cluster):
 
 @pytest.mark.slow
 def test_restart_drops_this_threads_channels_to_the_old_processes(cluster):
-    from nbdist.runtime import transport
+    from nbdist.runtime.net import transport
 
     address = cluster.cluster_spec.task_address("local", 0)
     old = transport.channel_to(address, "/job:local/task:0", cluster.key)

@@ -10,9 +10,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from nbdist.notebook import cluster as cluster_lib
+from nbdist.notebook import local_cluster as cluster_lib
 from nbdist.notebook import magics
-from nbdist.runtime import samehost
+from nbdist.runtime.net import samehost
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import wait_gone

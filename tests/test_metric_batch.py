@@ -1,9 +1,9 @@
-"""`nbdist.task.metric_batch`: a task's metric events in columns, packed and checked."""
+"""`nbdist.in_task.metric_batch`: a task's metric events in columns, packed and checked."""
 
 import pytest
 
-from nbdist.task import metric_batch
-from nbdist.task.metric_batch import MetricBatch
+from nbdist.in_task import metric_batch
+from nbdist.in_task.metric_batch import MetricBatch
 
 TASK = "/job:worker/task:0"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from nbdist.runtime import security
+from nbdist.runtime.net import security
 from netns import NetnsHosts, unavailable_reason
 
 pytestmark = pytest.mark.slow
@@ -155,7 +155,7 @@ def test_with_curve_a_sniffer_sees_no_plaintext_tensor_bytes(hosts, keys):
 
 _WHO_IS_THERE = r"""
 import json, sys
-from nbdist.runtime import transport
+from nbdist.runtime.net import transport
 channel = transport.Channel(sys.argv[1], "the server at " + sys.argv[1])
 status = channel.call("Status", {}, timeout_s=20.0)
 print(json.dumps({"task": status["task"], "link": channel.on_link}))

@@ -16,7 +16,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.runtime import worker
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 from traced_steps import build_model
 

@@ -13,7 +13,7 @@ import pytest
 import nbdist as tf
 from nbdist.graph.graph_def import NodeDef
 from nbdist.runtime.partition import bypass_relays
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 PS, WORKER = "/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"

@@ -8,8 +8,8 @@ import time
 import pytest
 import zmq
 
-from nbdist.runtime import readiness
-from nbdist.runtime.transport import context
+from nbdist.runtime.net import readiness
+from nbdist.runtime.net.transport import context
 
 _PAIRS = itertools.count()
 

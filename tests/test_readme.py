@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from browser import execute_notebook
-from nbdist.runtime import security
+from nbdist.runtime.net import security
 from procs import REPO, free_port, wait_gone
 from test_notebooks import errors_of, outputs_text
 

@@ -96,8 +96,9 @@ def test_svg_has_the_transfer_edges_and_task_colours(traced):
 
 def test_a_trace_event_from_a_task_draws_as_its_run_metadata(traced):
     """What `report_trace` sends from a ``%%dtf_worker`` task, after the wire, is drawn the same."""
-    from nbdist.notebook import charts, events, trace
-    from nbdist.runtime import wire
+    from nbdist.notebook import charts, trace
+    from nbdist.notebook import event_stream as events
+    from nbdist.runtime.net import wire
 
     stream = events.current_stream()
     stream.clear()

@@ -15,8 +15,8 @@ import zmq
 
 import nbdist
 from nbdist import errors
-from nbdist.runtime import transport, wire
-from nbdist.runtime.server import Server
+from nbdist.runtime.net import transport, wire
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 KEY = b"k" * 32

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.notebook import events
+from nbdist.notebook import event_stream as events
 
 
 @pytest.fixture(autouse=True)

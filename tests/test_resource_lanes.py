@@ -15,7 +15,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.notebook import trace
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 LAST_STEP = 12

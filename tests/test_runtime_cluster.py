@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.runtime import transport, wire
-from nbdist.runtime.server import Server
+from nbdist.runtime.net import transport, wire
+from nbdist.runtime.server_lib import Server
 from procs import REPO, ServerProcs, cluster_dict, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_graph")]
@@ -348,7 +348,7 @@ def test_in_process_hello_server():
 
 
 def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_tensor(two_tasks):
-    from nbdist.runtime import transport
+    from nbdist.runtime.net import transport
 
     with tf.device("/job:local/task:1"):
         a = tf.constant(np.ones(3), name="a") * 2.0  # crosses to task 0 once
@@ -374,7 +374,7 @@ def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_te
 
 
 def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks):
-    from nbdist.runtime import transport
+    from nbdist.runtime.net import transport
 
     with tf.device("/job:local/task:1"):
         a = tf.constant(np.ones(2), name="far") * 3.0

@@ -1,4 +1,4 @@
-"""Loopback addresses talk over ipc:// (nbdist.runtime.samehost), real server processes."""
+"""Loopback addresses talk over ipc:// (nbdist.runtime.net.samehost), real server processes."""
 
 import os
 import signal
@@ -7,7 +7,7 @@ import stat
 import pytest
 
 import nbdist as tf
-from nbdist.runtime import links, samehost, transport
+from nbdist.runtime.net import links, samehost, transport
 from procs import ServerProcs, cluster_dict
 
 

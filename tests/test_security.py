@@ -15,8 +15,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import nbdist as tf
-from nbdist.notebook import cluster as cluster_lib
-from nbdist.runtime import security, transport
+from nbdist.notebook import local_cluster as cluster_lib
+from nbdist.runtime.net import security, transport
 from procs import free_port, kernel_env
 
 pytestmark = pytest.mark.usefixtures("fresh_graph")

@@ -10,9 +10,10 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.runtime import sched, transport, wire
+from nbdist.runtime import sched
+from nbdist.runtime.net import transport, wire
 from nbdist.runtime.remote import parse_target
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 

@@ -15,9 +15,9 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.notebook import events
-from nbdist.runtime import transport, wire
-from nbdist.runtime.server import Server
+from nbdist.notebook import event_stream as events
+from nbdist.runtime.net import transport, wire
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 N_MESSAGES = 600

@@ -1,4 +1,4 @@
-"""Large tensors between tasks on one host go through shared memory (nbdist.runtime.shm).
+"""Large tensors between tasks on one host go through shared memory (nbdist.runtime.net.shm).
 
 Real server processes on 127.0.0.1 (both ends loopback): feeds, Send/Recv pushes and
 fetches delivered to the client carry only a signed handle; the bytes are in a segment of
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.runtime import shm, transport, wire
+from nbdist.runtime.net import shm, transport, wire
 from procs import ServerProcs, cluster_dict
 
 pytestmark = pytest.mark.usefixtures("fresh_graph")

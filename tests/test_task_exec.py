@@ -1,4 +1,4 @@
-"""Tests for nbdist/task/exec_service.py (the per-task Exec service) and nbdist/notebook/task_exec.py (its client).
+"""Tests for nbdist/in_task/exec_service.py (the per-task Exec service) and nbdist/notebook/task_exec.py (its client).
 
 The service tests run cells in real ``python -m nbdist.server --exec`` processes (a
 `LocalCluster`); the pure helpers (last-expression rule, error typing, prefixing) run here.
@@ -19,9 +19,9 @@ from IPython.lib.pretty import pretty
 
 import nbdist
 from nbdist import errors
+from nbdist.in_task import exec_service
 from nbdist.notebook import task_exec
-from nbdist.runtime import transport
-from nbdist.task import exec_service
+from nbdist.runtime.net import transport
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import REPO, free_port

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nbdist.runtime import samehost, threads
+from nbdist.runtime import threads
 from nbdist.runtime.cluster import ClusterSpec
+from nbdist.runtime.net import samehost
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The client side of ZeroMQ (`nbdist.runtime.transport`) in a long-lived process.
+"""The client side of ZeroMQ (`nbdist.runtime.net.transport`) in a long-lived process.
 
 A notebook kernel or a test run starts and stops many clusters in one process. Channels to
 peers that went away must neither freeze the process's ZeroMQ I/O thread (libzmq's socket
@@ -16,8 +16,8 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.runtime import transport
-from nbdist.runtime.server import Server
+from nbdist.runtime.net import transport
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 

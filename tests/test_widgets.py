@@ -9,7 +9,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.notebook import widgets
-from nbdist.notebook.events import EventStream
+from nbdist.notebook.event_stream import EventStream
 from traced_steps import CROSSINGS, build_model, traced_steps
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -214,7 +214,7 @@ def test_a_dashboard_without_replay_shows_only_what_is_reported_from_now_on():
 
 
 def test_a_dashboard_reads_a_batch_in_columns_from_its_stream_and_without_replay_only_its_later_rows():
-    from nbdist.task.metric_batch import MetricBatch
+    from nbdist.in_task.metric_batch import MetricBatch
 
     stream = EventStream()
     dash = widgets.Dashboard(stream, replay=False)

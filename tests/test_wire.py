@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
-from nbdist.runtime import wire
+from nbdist.runtime.net import wire
 
 KEY = b"k" * 32
 

@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 import nbdist as tf
-from nbdist.runtime.server import Server
+from nbdist.runtime.server_lib import Server
 from procs import free_port
 
 CROSSINGS = 6  # _Send/_Recv pairs of one training step of the model

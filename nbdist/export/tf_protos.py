@@ -232,7 +232,7 @@ _SKIPPED_NODES = ("_SOURCE", "_SINK")
 
 def trace_event(md):
     """A real TensorFlow ``RunMetadata`` (traced with ``FULL_TRACE``) as nbdist's ``trace`` event:
-    the form `nbdist.notebook.events.report_trace` sends, which every view draws.
+    the form `nbdist.notebook.event_stream.report_trace` sends, which every view draws.
 
     TensorFlow records no spans for ``_Send``/``_Recv`` kernels: the receiving task records
     each tensor it fetched as a ``RecvTensor`` span (bytes, from which device). That span

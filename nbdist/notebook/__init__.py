@@ -8,10 +8,10 @@ package costs nothing until a name is used.
 from nbdist._facade import lazy_names
 
 _NAMES = {
-    "LocalCluster": "nbdist.notebook.cluster",
-    "report": "nbdist.notebook.events",
-    "report_trace": "nbdist.notebook.events",
-    "current_stream": "nbdist.notebook.events",
+    "LocalCluster": "nbdist.notebook.local_cluster",
+    "report": "nbdist.notebook.event_stream",
+    "report_trace": "nbdist.notebook.event_stream",
+    "current_stream": "nbdist.notebook.event_stream",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
 }

@@ -20,6 +20,7 @@ import zlib
 
 import numpy as np
 
+from nbdist.in_task.metric_batch import MetricBatch
 from nbdist.notebook import i18n
 from nbdist.notebook.graph_model import (
     TRANSFER_OPS,
@@ -31,7 +32,6 @@ from nbdist.notebook.graph_model import (
     task_color,
     task_sort_key,
 )
-from nbdist.task.metric_batch import MetricBatch
 
 
 # -- placement ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
     prefix. Each task keeps its own namespace with ``server``, ``cluster``, ``job_name``,
     ``task_index`` and ``tf`` predefined.
 
-The magics only parse their arguments; `nbdist.notebook.cluster` and
+The magics only parse their arguments; `nbdist.notebook.local_cluster` and
 `nbdist.notebook.task_exec` do the work.
 """
 
@@ -24,7 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.utils.process import arg_split
 
-from nbdist.notebook import cluster as cluster_lib
+from nbdist.notebook import local_cluster as cluster_lib
 from nbdist.notebook import task_exec
 from nbdist.runtime.cluster import ClusterSpec
 

@@ -30,9 +30,9 @@ import time
 import numpy as np
 
 import nbdist as tf
+from nbdist.in_task.publisher import trace_event
 from nbdist.notebook import task_exec
-from nbdist.notebook.cluster import LocalCluster
-from nbdist.task.events import trace_event
+from nbdist.notebook.local_cluster import LocalCluster
 
 MODES = ("in-graph", "async", "sync")
 INIT_WAIT_S = 30.0  # how long a non-chief worker waits for the chief to initialise the variables
@@ -120,7 +120,7 @@ class Result:
         accuracy: on all the data after training (None when stopped early).
         run_metadata: the traced step when asked for (``trace=True``): in-graph, the client's
             `tf.RunMetadata`; between-graph, the chief worker's own step as a ``trace`` event
-            dict (`nbdist.task.events.trace_event`), drawn alike by the graph, placement and
+            dict (`nbdist.in_task.publisher.trace_event`), drawn alike by the graph, placement and
             timeline views.
         stopped: True when `stop` ended the run before its last step.
         global_step: the global step after training, read from the ps (the metric events carry

@@ -3,7 +3,7 @@
 `run_cell` sends the cell to several tasks at once, prints their output as it arrives
 (``[worker:0] ...``), and raises the first task's error (`RemoteError`, also an instance of
 the remote exception's class when it is a builtin or a `tf.errors` one). The task side
-(the ``Exec`` service in each task's process) is `nbdist.task.exec_service`.
+(the ``Exec`` service in each task's process) is `nbdist.in_task.exec_service`.
 """
 
 import builtins
@@ -14,8 +14,8 @@ import time
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import transport
-from nbdist.task.exec_service import POLL_WAIT_S
+from nbdist.in_task.exec_service import POLL_WAIT_S
+from nbdist.runtime.net import transport
 
 INTERRUPT_GRACE_S = 5.0
 

@@ -5,7 +5,7 @@ run_metadata=md)``) records op spans per task (``md.step_stats``), the tensors e
 sent and received (``dev_stats[i].transfers``) and the service calls of the step
 (``md.service_calls``: ``RunStep`` at the master, ``RegisterGraph``/``RunGraph`` at each
 worker). `step_events` turns any of these (or a ``trace`` event of
-`nbdist.notebook.events.report_trace`) into lanes of spans plus Send→Recv flows:
+`nbdist.notebook.event_stream.report_trace`) into lanes of spans plus Send→Recv flows:
 
     export_chrome_trace(md, "step.json")   # open in https://ui.perfetto.dev or chrome://tracing
     svg = timeline_svg(step_events(md))    # what `nbdist.show_timeline` draws

@@ -45,8 +45,8 @@ def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=Non
     Raises:
         ValueError: a negative count.
     """
-    from nbdist.runtime.samehost import free_ports  # noqa: PLC0415 - zmq loads only when a cluster starts
-    from nbdist.runtime.server import Server  # noqa: PLC0415
+    from nbdist.runtime.net.samehost import free_ports  # noqa: PLC0415 - zmq loads only when a cluster starts
+    from nbdist.runtime.server_lib import Server  # noqa: PLC0415
 
     if num_workers < 0 or num_ps < 0:
         raise ValueError(f"num_workers and num_ps must be >= 0, got {num_workers} and {num_ps}")

@@ -29,8 +29,8 @@ from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer
 from nbdist.runtime.executor import check_fed_value, prune_and_sort
+from nbdist.runtime.net.serving import DEFERRED, Rpc
 from nbdist.runtime.partition import partition
-from nbdist.runtime.serving import DEFERRED, Rpc
 from nbdist.runtime.worker import LocalWorker, RemoteWorker, graph_handle_incarnation
 
 DEFAULT_STEP_TIMEOUT_S = 600.0

@@ -30,9 +30,10 @@ import zmq
 from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import graph_to_graph_def
-from nbdist.runtime import links, serving, threads, transport, wire
+from nbdist.runtime import threads
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
+from nbdist.runtime.net import links, serving, transport, wire
 
 _SCHEMES = ("zmq://", "grpc://", "tcp://")
 # The workers send fetched tensors before they answer the master, so they are here by the

@@ -15,7 +15,7 @@ import time
 
 from nbdist import errors
 from nbdist.graph.device import task_prefix
-from nbdist.runtime import transport
+from nbdist.runtime.net import transport
 
 _STALE_S = 300.0
 # Steps that ended here, remembered so a tensor that arrives for one later (a peer's push that

@@ -32,10 +32,10 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
-from nbdist.runtime import transport
 from nbdist.runtime.executor import HANG_REPORT_EVERY_S, HANG_REPORT_S, ExecutionPlan, StepContext
+from nbdist.runtime.net import transport
+from nbdist.runtime.net.serving import DEFERRED, Rpc
 from nbdist.runtime.rendezvous import Rendezvous
-from nbdist.runtime.serving import DEFERRED, Rpc
 
 # A partition that computed for less than this last time runs on the I/O thread (`runs_quickly`):
 # with the GIL a pool thread frees the loop only between switch intervals (5 ms) anyway.

@@ -120,8 +120,8 @@ __all__ = [
 _NBDIST_ADDITIONS = ("ReportHook",)
 
 _RUNTIME = {
-    "Server": ("nbdist.runtime.server", "Server"),
-    "ServerDef": ("nbdist.runtime.server", "ServerDef"),
+    "Server": ("nbdist.runtime.server_lib", "Server"),
+    "ServerDef": ("nbdist.runtime.server_lib", "ServerDef"),
     "ClusterSpec": ("nbdist.runtime.cluster", "ClusterSpec"),
 }
 

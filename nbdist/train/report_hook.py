@@ -7,7 +7,7 @@
             sess.run(train_op, feeds)           # no tf.report(...) calls needed
 
 Every `every_n_steps` runs (or `every_n_secs`) it fetches the given tensors in the same run
-and publishes one ``metric`` event with `tf.report` (``nbdist.task.events``): the event's
+and publishes one ``metric`` event with `tf.report` (``nbdist.in_task.publisher``): the event's
 ``step`` is the global step, and its metrics are the tensors' values plus
 
 - ``local_step``: the runs this hook has seen (the dashboard's steps/s per worker uses it);
@@ -61,9 +61,9 @@ class ReportHook(SessionRunHook):
         self._train_op = train_op
 
     def begin(self):
-        from nbdist.task import events  # noqa: PLC0415 - zmq loads only when a program reports
+        from nbdist.in_task import publisher  # noqa: PLC0415 - zmq loads only when a program reports
 
-        self._report = events.report
+        self._report = publisher.report
         graph = get_default_graph()
         self._fetches = {name: graph.as_graph_element(t) for name, t in self._tensors.items()}
         step = training_util.get_global_step(graph)

@@ -8,7 +8,7 @@ import threading
 import weakref
 
 from nbdist.notebook import render
-from nbdist.runtime import transport
+from nbdist.runtime.net import transport
 
 
 class ClusterStatusView:

@@ -52,7 +52,7 @@ class Dashboard(_VBox):
     Args:
         source: an object with ``subscribe(callback) -> unsubscribe`` (and optionally
             ``history(kind)``, and ``subscribe_metrics`` to take metric events in columns),
-            e.g. `nbdist.notebook.events.current_stream()` (the default). Events already in
+            e.g. `nbdist.notebook.event_stream.current_stream()` (the default). Events already in
             its history are shown too.
         title: the heading.
         max_redraws_per_s: redraw throttle (the picture lags events by at most 1/this s).
@@ -121,9 +121,9 @@ class Dashboard(_VBox):
     def subscribe(self, source=None):
         """Listens to `source` (default: the current cluster's event stream)."""
         if source is None:
-            from nbdist.notebook import events  # noqa: PLC0415 - only needed when subscribing
+            from nbdist.notebook import event_stream  # noqa: PLC0415 - only needed when subscribing
 
-            source = events.current_stream()
+            source = event_stream.current_stream()
         if not callable(getattr(source, "subscribe", None)):
             raise TypeError(f"Dashboard source must have subscribe(callback), got {type(source).__name__}")
         if self._unsubscribe is not None:

@@ -8,7 +8,7 @@ On this 2-vCPU machine each wake-up that crosses to another vCPU costs about 45 
 receiver's serving loop polls directly: one wake-up per message.
 
 A link is only a faster path beside a ZeroMQ connection, never instead of one. It carries
-the same wire-encoded messages (signed, stamped, replay-checked: `nbdist.runtime.wire`),
+the same wire-encoded messages (signed, stamped, replay-checked: `nbdist.runtime.net.wire`),
 and the ZeroMQ connection to the same server stays up beside it: its heartbeats and socket
 events alone say whether the peer is alive, so a dead or silent peer is reported exactly as
 before. A client's `transport.Channel` takes a link when it is made, if the server listens
@@ -30,7 +30,7 @@ import struct
 import threading
 import time
 
-from nbdist.runtime import samehost, wire
+from nbdist.runtime.net import samehost, wire
 
 LINKS_ENV = "NBDIST_LINKS"  # "0": every message goes over ZeroMQ
 _COUNT = struct.Struct("<I")

@@ -31,8 +31,8 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import serving
-from nbdist.task import events as task_events
+from nbdist.in_task import publisher as publisher_lib
+from nbdist.runtime.net import serving
 
 POLL_WAIT_S = 0.2
 MAX_REPLY_CHARS = 1 << 20  # output per poll reply; the rest comes with the next poll
@@ -112,7 +112,7 @@ class _CellStream(io.TextIOBase):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         if text:
             self._execution.write(self.name, text)
-            publisher = task_events.task_publisher()
+            publisher = publisher_lib.task_publisher()
             if publisher is not None:
                 publisher.publish({"kind": "stream", "time": time.time(), "name": self.name, "text": text})
         return len(text)
@@ -126,7 +126,7 @@ class ExecService:
     """Runs cells sent by the notebook on this process's main thread, one at a time.
 
     Args:
-        server: the `nbdist.runtime.server.Server` of this task (exposed to cells as ``server``).
+        server: the `nbdist.runtime.server_lib.Server` of this task (exposed to cells as ``server``).
         tf: the module cells see as ``tf`` (the ``nbdist`` facade; given by the entry point,
             so this layer never imports the layers above it).
     """

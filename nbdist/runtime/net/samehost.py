@@ -11,7 +11,7 @@ TCP (a server not started yet, or one bound to another interface). The user stil
 namespaces share the filesystem but not their loopback.
 
 Both ends being loopback also lets large tensors go through shared memory
-(`nbdist.runtime.shm`).
+(`nbdist.runtime.net.shm`).
 """
 
 import contextlib
@@ -127,7 +127,7 @@ def _private_dir():
 
 def ipc_path(address, suffix=""):
     """The Unix-socket path of a loopback `address` (for ZeroMQ's ``ipc://``; with a `suffix`,
-    another socket of the same server: ``".link"``, `nbdist.runtime.links`), or None (not
+    another socket of the same server: ``".link"``, `nbdist.runtime.net.links`), or None (not
     loopback, or no private directory here)."""
     if not is_loopback(address) or (not suffix and not zmq.has("ipc")):
         return None

@@ -5,7 +5,7 @@ A task's process pushes its events (``metric`` from `report`, ``heartbeat`` once
 ``$NBDIST_EVENTS`` with a small send buffer and ``NOBLOCK``: when the notebook falls
 behind, events are dropped (and counted), so a slow notebook never blocks training. Events
 are signed with the cluster key. The event format and the collecting side (`EventStream`)
-are described in `nbdist.notebook.events`.
+are described in `nbdist.notebook.event_stream`.
 
 Events travel in batches (an ``Events`` message): an event after a quiet spell of
 `COALESCE_S` (nothing held, nothing sent for that long) is sent at once; the ones that
@@ -13,7 +13,7 @@ follow it are held, and a flusher thread sends them when the window since the la
 ends. A worker reporting after every one of its 1,000 steps a second so sends 5 messages
 a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
 the notebook and cost the training on its cores - its metric events travel in columns
-(`nbdist.task.metric_batch`), and its training thread only appends to a deque: encoding and
+(`nbdist.in_task.metric_batch`), and its training thread only appends to a deque: encoding and
 sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
 that never preempts a step (measured in docs/benchmarks.md, "What watching costs
 training"). What a process holds back is also sent when it exits (`flush`; ``python -m
@@ -30,8 +30,9 @@ import time
 import numpy as np
 import zmq
 
-from nbdist.runtime import sched, wire
-from nbdist.task import metric_batch
+from nbdist.in_task import metric_batch
+from nbdist.runtime import sched
+from nbdist.runtime.net import wire
 
 EVENTS_ENV = "NBDIST_EVENTS"
 TASK_ENV = "NBDIST_TASK"

@@ -36,8 +36,9 @@ import numpy as np
 import zmq
 
 from nbdist import errors
-from nbdist.runtime import links, readiness, samehost, sched, security, shm, transport, wire
-from nbdist.runtime.transport import context, zmq_endpoint
+from nbdist.runtime import sched
+from nbdist.runtime.net import links, readiness, samehost, security, shm, transport, wire
+from nbdist.runtime.net.transport import context, zmq_endpoint
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
@@ -126,7 +127,7 @@ class ServingLoop:
         self._router, self._curve_keys = _bound_router(ctx, self.bind_address, task)
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
-        # Clients of this host may also reach it on a link (`nbdist.runtime.links`).
+        # Clients of this host may also reach it on a link (`nbdist.runtime.net.links`).
         self._link_listener, self._link_bound = self._listen_links()
         self._links = {}  # fd -> (identity, Link): the links clients opened here
         self._link_of = {}  # identity -> fd

@@ -39,10 +39,9 @@ from pathlib import Path
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.notebook import events as events_lib
-from nbdist.notebook import render
-from nbdist.runtime import samehost, shm, transport, wire
+from nbdist.notebook import event_stream, render
 from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
+from nbdist.runtime.net import samehost, shm, transport, wire
 
 READY_TIMEOUT_S = 30.0
 STOP_GRACE_S = 0.5  # SIGTERM, then SIGKILL after this long
@@ -221,9 +220,9 @@ class LocalCluster:
             if self.running:
                 return self
             if self.events is None or not self.events.collecting:
-                self.events = events_lib.EventStream(self.key, collect=True)
+                self.events = event_stream.EventStream(self.key, collect=True)
                 self.events.subscribe(self._on_event, kind="heartbeat")
-                self._env[events_lib.EVENTS_ENV] = self.events.address
+                self._env[event_stream.EVENTS_ENV] = self.events.address
             if self.key is not None:
                 os.environ[wire.KEY_ENV] = self.key.hex()
             started = time.monotonic()
@@ -241,7 +240,7 @@ class LocalCluster:
                 raise
             self.running = self._was_started = True
             _current.append(weakref.ref(self))
-            events_lib.activate(self.events)
+            event_stream.activate(self.events)
             self.ready_s = time.monotonic() - started
             return self
 
@@ -312,7 +311,7 @@ class LocalCluster:
         if view is not None:
             view.finish(self)
         if was_running:
-            events_lib.deactivate(self.events)
+            event_stream.deactivate(self.events)
         return was_running
 
     def _restore_key_env(self):

@@ -38,7 +38,7 @@ import msgpack
 import numpy as np
 
 from nbdist import errors
-from nbdist.runtime import security, shm
+from nbdist.runtime.net import security, shm
 
 PROTOCOL_VERSION = 2  # 2: signature and header in one frame (1: two frames)
 MAX_HEADER_BYTES = 64 * 2**20
@@ -48,7 +48,7 @@ KEY_ENV = security.KEY_ENV
 _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
-_EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/shm.py)
+_EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/net/shm.py)
 _EXT_INLINE = 5  # a small array inside the header: [dtype, shape, bytes]
 # Arrays up to this size travel inside the header: a frame of their own costs more than the
 # copy (a step's feeds, gradients and fetches are mostly this small).
@@ -72,7 +72,7 @@ class WireError(ValueError):
 
 def default_key():
     """The cluster key: ``$NBDIST_CLUSTER_KEY`` (hex), else the file ``$NBDIST_CLUSTER_KEY_FILE``
-    names (`nbdist.runtime.security`); None when neither is set."""
+    names (`nbdist.runtime.net.security`); None when neither is set."""
     return security.signing_key()
 
 
@@ -242,7 +242,7 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
         stamp: the `SenderStamp` of the sending channel: a signed request carries its next
             stamp (replies, matched to their request by id, need none).
         local: both ends are loopback addresses: tensors of at least `shm.SHM_MIN_BYTES`
-            travel in shared memory (`nbdist.runtime.shm`), only their handles in the header.
+            travel in shared memory (`nbdist.runtime.net.shm`), only their handles in the header.
     """
     packer = _Packer(local)  # (asks `shm.enabled` only for a large tensor: not per message)
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}

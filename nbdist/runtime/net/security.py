@@ -3,7 +3,7 @@
 Two independent protections, each configured per process by an environment variable (the
 server's ``--key-file`` / ``--curve-key-file`` set the same variables):
 
-- **Signing** (`nbdist.runtime.wire`): HMAC-SHA256 over every message with the cluster key.
+- **Signing** (`nbdist.runtime.net.wire`): HMAC-SHA256 over every message with the cluster key.
   ``$NBDIST_CLUSTER_KEY`` holds it as hex, or ``$NBDIST_CLUSTER_KEY_FILE`` names a file
   holding it (hex, mode 0600). A file keeps the secret off command lines, which every user
   of the machine can read in ``/proc/*/cmdline``.

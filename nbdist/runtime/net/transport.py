@@ -1,11 +1,11 @@
 """ZeroMQ client plumbing: a `Channel` is one DEALER connected to a peer (and, to a server
-of this host, a link beside it: `nbdist.runtime.links`).
+of this host, a link beside it: `nbdist.runtime.net.links`).
 
 A channel is owned by one thread (zmq sockets are not thread-safe; `channel_to()` keeps
 one per thread and address). `call()` sends a request and waits for its reply with a
 bound; a socket monitor tells when the peer is (dis)connected, so a dead task is
 reported as `UnavailableError` (job, index, address, time waited) instead of a silent
-wait. The serving side is `nbdist.runtime.serving`.
+wait. The serving side is `nbdist.runtime.net.serving`.
 """
 
 import contextlib
@@ -19,7 +19,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime import links, samehost, security, wire
+from nbdist.runtime.net import links, samehost, security, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()

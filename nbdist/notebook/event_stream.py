@@ -11,15 +11,15 @@ Every event is a plain dict with a ``kind``, the ``task`` that sent it and a ``t
   from `report_trace` (a traced step's `tf.RunMetadata`).
 
 Transport: the notebook's `EventStream` binds a ZeroMQ PULL socket on 127.0.0.1 (random
-port); tasks get its address in ``$NBDIST_EVENTS`` and push (`nbdist.task.events`, the task
+port); tasks get its address in ``$NBDIST_EVENTS`` and push (`nbdist.in_task.publisher`, the task
 side, re-exported here) with a small send buffer and ``NOBLOCK``: when the notebook falls
 behind, events are dropped (and counted), so a slow notebook never blocks training. A task's
 events within `COALESCE_S` (200 ms) of each other travel as one ``Events`` message. Events
-are signed with the cluster key (`nbdist.runtime.wire`)
+are signed with the cluster key (`nbdist.runtime.net.wire`)
 and the collector drops any it cannot verify.
 
     import nbdist as tf
-    from nbdist.notebook.events import current_stream
+    from nbdist.notebook.event_stream import current_stream
     stream = current_stream()                          # or dtf.events
     unsubscribe = stream.subscribe(lambda e: print(e["kind"], e["task"]))
     tf.report(step=1, loss=0.5)
@@ -30,9 +30,9 @@ import threading
 
 import zmq
 
-from nbdist.runtime import sched, wire
-from nbdist.task import events as _task_events
-from nbdist.task.events import (  # noqa: F401 - the task side, re-exported for the notebook
+from nbdist.in_task import publisher
+from nbdist.in_task.metric_batch import MetricBatch
+from nbdist.in_task.publisher import (  # noqa: F401 - the task side, re-exported for the notebook
     COALESCE_S,
     EVENTS_ENV,
     KINDS,
@@ -47,7 +47,8 @@ from nbdist.task.events import (  # noqa: F401 - the task side, re-exported for 
     start_task_publisher,
     task_publisher,
 )
-from nbdist.task.metric_batch import MetricBatch
+from nbdist.runtime import sched
+from nbdist.runtime.net import wire
 
 HISTORY_SIZE = 10_000
 
@@ -91,7 +92,7 @@ class EventStream:
             self._start_collector()
 
     def _start_collector(self):
-        sock = _task_events.events_context().socket(zmq.PULL)
+        sock = publisher.events_context().socket(zmq.PULL)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, 10 * SEND_HWM)
         sock.setsockopt(zmq.MAXMSGSIZE, 16 * 2**20)
@@ -300,4 +301,4 @@ def deactivate(stream):
 
 
 # In the notebook (no task publisher), `report` publishes straight into the current stream.
-_task_events.set_local_sink(lambda event: current_stream().publish(event))
+publisher.set_local_sink(lambda event: current_stream().publish(event))

@@ -18,11 +18,12 @@ import weakref
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import samehost, shm, threads, wire
+from nbdist.runtime import threads
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
-from nbdist.runtime.serving import Rpc, ServingLoop
+from nbdist.runtime.net import samehost, shm, wire
+from nbdist.runtime.net.serving import Rpc, ServingLoop
 from nbdist.runtime.worker import WorkerService
 
 
@@ -148,7 +149,7 @@ class Server:
             pod's own IP). By default a server binds exactly its cluster address's host.
 
     With ``$NBDIST_CURVE_KEY_FILE`` set the server encrypts with CURVE and admits only
-    clients holding the cluster's keypair (`nbdist.runtime.security`).
+    clients holding the cluster's keypair (`nbdist.runtime.net.security`).
 
     Raises:
         ValueError: a job/task not in the cluster.

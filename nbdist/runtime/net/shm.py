@@ -3,7 +3,7 @@
 A tensor of at least `SHM_MIN_BYTES` sent over a connection whose two ends are loopback
 addresses is copied into a shared-memory segment of the sender's `SegmentPool`; the
 message carries only a handle ``[name, nonce, dtype, shape]`` inside its (signed) header
-(`nbdist.runtime.wire`). The receiver maps the segment once (mappings are cached), and
+(`nbdist.runtime.net.wire`). The receiver maps the segment once (mappings are cached), and
 hands out a numpy view of it: no copy on receipt. When the last view of that
 tensor is dropped, the receiver marks the segment free in its header; only then does the
 sender reuse it, so a pool segment's pages stay touched and a transfer costs one memcpy.
