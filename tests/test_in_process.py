@@ -1,7 +1,7 @@
 """A session on a server of its own process skips the wire to its master (TF's LocalMaster).
 
 A tutorial's worker runs its own server and a session on ``server.target``: the session's
-requests go to that server's serving loop as they are (`serving.in_process_channel`),
+requests go to that server's serving loop as they are (`in_process.in_process_channel`),
 and the replies come back copied, as the wire would have copied them. Servers of another
 process, another cluster key, or ``$NBDIST_IN_PROCESS=0`` keep the wire.
 In-process servers on 127.0.0.1.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from nbdist.runtime.net import serving
+from nbdist.runtime.net import in_process
 from nbdist.runtime.server_lib import Server
 from procs import free_port
 
@@ -46,7 +46,7 @@ def test_the_run_step_skips_the_wire_and_computes_what_the_wire_does(cluster, mo
     graph, w, x, step = _model()
     results = {}
     for mode in ("1", "0"):
-        monkeypatch.setenv(serving.IN_PROCESS_ENV, mode)
+        monkeypatch.setenv(in_process.IN_PROCESS_ENV, mode)
         with tf.Session(cluster["worker"].target, graph=graph) as sess:
             sess.run(w.initializer)
             for i in range(3):
@@ -86,7 +86,7 @@ def test_errors_are_the_wires_errors(cluster, monkeypatch):
         take = q.dequeue(name="take")
     messages = {}
     for mode in ("1", "0"):
-        monkeypatch.setenv(serving.IN_PROCESS_ENV, mode)
+        monkeypatch.setenv(in_process.IN_PROCESS_ENV, mode)
         with tf.Session(cluster["worker"].target, graph=graph) as sess:
             with pytest.raises(tf.errors.DeadlineExceededError) as e:
                 sess.run(take, options=tf.RunOptions(timeout_in_ms=300))
@@ -98,8 +98,8 @@ def test_errors_are_the_wires_errors(cluster, monkeypatch):
 
 def test_a_client_with_another_key_or_of_a_stopped_server_takes_the_wire(cluster):
     address = cluster["worker"].address
-    assert serving.in_process_channel(address, None) is not None
-    assert serving.in_process_channel(address, b"k" * 32) is None  # refused over the wire
-    assert serving.in_process_channel(f"localhost:{free_port()}", None) is None  # not here
+    assert in_process.in_process_channel(address, None) is not None
+    assert in_process.in_process_channel(address, b"k" * 32) is None  # refused over the wire
+    assert in_process.in_process_channel(f"localhost:{free_port()}", None) is None  # not here
     cluster["worker"].stop()
-    assert serving.in_process_channel(address, None) is None
+    assert in_process.in_process_channel(address, None) is None

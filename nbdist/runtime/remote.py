@@ -1,7 +1,7 @@
 """The client side of a session with a remote master (``Session("zmq://host:port")``).
 
 When the master is a server of this very process (a tutorial's worker: its own server,
-and a session on ``server.target``), requests skip the wire (`serving.in_process_channel`,
+and a session on ``server.target``), requests skip the wire (`in_process.in_process_channel`,
 TF's ``LocalMaster``).
 
 The first `run` sends the whole GraphDef (`CreateSession`); later runs send only the
@@ -33,7 +33,7 @@ from nbdist.graph.graph_def import graph_to_graph_def
 from nbdist.runtime import threads
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
-from nbdist.runtime.net import links, serving, transport, wire
+from nbdist.runtime.net import in_process, links, transport, wire
 
 _SCHEMES = ("zmq://", "grpc://", "tcp://")
 # The workers send fetched tensors before they answer the master, so they are here by the
@@ -205,9 +205,9 @@ class RemoteBackend:
         threads.session_on_target(config, self.address)
 
     def _channel(self):
-        in_process = serving.in_process_channel(self.address, self._key, self._master_name)
-        if in_process is not None:  # the master is this process's own server (TF's LocalMaster)
-            return in_process
+        local = in_process.in_process_channel(self.address, self._key, self._master_name)
+        if local is not None:  # the master is this process's own server (TF's LocalMaster)
+            return local
         channel = transport.channel_to(self.address, self._master_name, self._key)
         channel.name = self._master_name  # a lost master is reported by its task, not only its address
         return channel

@@ -9,7 +9,7 @@ one step id), ``AbortStep``, ``SendTensor`` (a peer pushes tensors for our
 
 A master reaches workers through one stub interface, whether the worker is its own
 process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
-the I/O thread's `PeerChannels`)::
+the I/O thread's `peers.PeerChannels`)::
 
     handle = stub.register_graph(partition)            # a pool thread; may block
     stub.deregister_graph(handle)                      # best effort
@@ -434,7 +434,7 @@ class RemoteWorker:
     """The stub of another task's worker: requests over the network.
 
     `register_graph` and `deregister_graph` (pool threads) use the calling thread's
-    channel; `run_graph` and `abort_step` (I/O thread) the loop's `PeerChannels`.
+    channel; `run_graph` and `abort_step` (I/O thread) the loop's `peers.PeerChannels`.
     """
 
     def __init__(self, task, address, loop, key=None):

@@ -8,20 +8,16 @@ sockets (`watch`), run timers (`call_later`) and callbacks posted from other thr
 (`post`), so a step fanned out to several workers is driven without any thread waiting.
 Replies from other threads reach the ROUTER through an inproc PUSH/PULL pair.
 
-A client in the same process as a server (a tutorial's worker: its own server, and a
-session on ``server.target``) skips the wire to it: `in_process_channel` hands its
-requests to the loop as they are, and the handler's reply straight back - TF's
-``LocalMaster``. Nothing else changes: the same handlers, inline rules and errors.
+A client in the same process as a server skips the wire to it (`in_process`, TF's
+``LocalMaster``): it finds the loop with `serving_loop_at` and hands it requests through
+`accept`. The I/O thread's own channels to other servers are `peers.PeerChannels`.
 
 Services (master, worker, per-task exec) declare their requests as tables of `Rpc`
-entries; the server composes the tables onto one loop. `PeerChannels` are the I/O
-thread's own channels to other servers (requests whose replies call back on the loop,
-socket monitors that fail what a lost peer still owes).
+entries; the server composes the tables onto one loop.
 """
 
 import collections
 import contextlib
-import errno
 import heapq
 import itertools
 import os
@@ -32,13 +28,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
-import numpy as np
 import zmq
 
-from nbdist import errors
 from nbdist.runtime import sched
-from nbdist.runtime.net import links, readiness, samehost, security, shm, transport, wire
-from nbdist.runtime.net.transport import context, zmq_endpoint
+from nbdist.runtime.net import binding, links, peers, readiness, samehost, security, shm, wire
+from nbdist.runtime.net.transport import context
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
 _WAKE = b""
@@ -46,9 +40,8 @@ _WAKE = b""
 _POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 # A link client's identity: this and a counter (never a ZeroMQ one: 5 bytes, or not starting with 0).
 _LINK_IDENTITY = b"\x00link"
-# The serving loops of this process, by address: what `in_process_channel` reaches.
+# The serving loops of this process, by address: what `serving_loop_at` finds.
 _LOOPS = weakref.WeakValueDictionary()
-IN_PROCESS_ENV = "NBDIST_IN_PROCESS"  # "0": clients reach servers of their own process over the wire too
 
 
 class Rpc(NamedTuple):
@@ -88,7 +81,7 @@ class Responder:
 
     @property
     def via(self):
-        """How the request came: ``"link"`` or ``"zmq"`` (``"in process"``: `_InProcessResponder`)."""
+        """How the request came: ``"link"`` or ``"zmq"`` (``"in process"``: `in_process`'s responder)."""
         return "link" if self.identity.startswith(_LINK_IDENTITY) else "zmq"
 
 
@@ -115,7 +108,7 @@ class ServingLoop:
     def __init__(self, address, handle, key=None, inline=None, task="", max_threads=64, bind_host=None):
         self.address = address
         port = address.rpartition(":")[2]
-        self.bind_address = f"{_bracketed(bind_host)}:{port}" if bind_host else address
+        self.bind_address = f"{binding.bracketed(bind_host)}:{port}" if bind_host else address
         self.task = task
         self._handle = handle
         self._key = key
@@ -124,7 +117,7 @@ class ServingLoop:
         self.requests_served = 0
         self.malformed = 0
         ctx = context()
-        self._router, self._curve_keys = _bound_router(ctx, self.bind_address, task)
+        self._router, self._curve_keys = binding.bound_router(ctx, self.bind_address, task)
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
         # Clients of this host may also reach it on a link (`nbdist.runtime.net.links`).
@@ -150,13 +143,13 @@ class ServingLoop:
         self._timers = []  # heap of (when, seq, fn)
         self._timer_seq = itertools.count()
         self._cancelled = 0
-        self.peers = PeerChannels(self, key)
+        self.peers = peers.PeerChannels(self, key)
         self._at_exit.append(self.peers.close)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nbdist-io-{address}", daemon=True)
         self._io_ident = None
         self.io_policy = None  # "batch" or "default", once the I/O thread runs (`sched.as_batch_thread`)
-        self._in_process_calls = set()  # `_InProcessCall`s not answered yet
+        self._held_calls = set()  # in-process calls not answered yet (`hold`)
         self._thread.start()
         _LOOPS[address] = self
 
@@ -178,6 +171,24 @@ class ServingLoop:
     def encrypted(self):
         """True when the ROUTER is a CURVE server (the process has CURVE keys)."""
         return self._curve_keys is not None
+
+    @property
+    def stopped(self):
+        """True once `stop` was called (from any thread)."""
+        return self._stop.is_set()
+
+    def admits_in_process(self, key):
+        """Would a client of this process holding cluster key `key` (and this process's CURVE
+        keys) be let in over the wire? Only then may it skip the wire (`in_process`)."""
+        return key == self._key and self._curve_keys == security.curve_keys()
+
+    def hold(self, call):
+        """Keeps an in-process call until `release`: `stop` abandons the held ones
+        (``call.abandon(why)``), so no caller waits for a stopped server."""
+        self._held_calls.add(call)
+
+    def release(self, call):
+        self._held_calls.discard(call)
 
     # -- the event loop (I/O thread) -----------------------------------------------------------
     def _run(self):
@@ -380,7 +391,7 @@ class ServingLoop:
         if msg["type"] == "Hello":
             self._hello(identity, msg)
             return
-        self._accept(msg, Responder(self, identity, msg.get("id", 0)))
+        self.accept(msg, Responder(self, identity, msg.get("id", 0)))
 
     def _hello(self, identity, msg):
         """A link's client names the routing id its DEALER has here (``Hello {identity}``, one-way):
@@ -394,8 +405,9 @@ class ServingLoop:
             return
         self._link_of[name] = fd
 
-    def _accept(self, msg, responder):
-        """Serves a decoded request: here if it is quick (`inline`), else on the pool."""
+    def accept(self, msg, responder):
+        """Serves a decoded request: here if it is quick (`inline`), else on the pool (I/O
+        thread only: a request from another thread comes through `post`)."""
         self.requests_served += 1
         if self._inline(msg):
             self._serve(msg, responder)
@@ -480,12 +492,12 @@ class ServingLoop:
         self._stop.set()
         if _LOOPS.get(self.address) is self:
             del _LOOPS[self.address]
-        for call in list(self._in_process_calls):
+        for call in list(self._held_calls):
             call.abandon(f"its server at {self.address} was stopped")
         if not self.on_io_thread:
             self.post(_noop)  # wake the loop now rather than at its next poll timeout
         self._thread.join(timeout_s)
-        _wait_port_free(self.bind_address, timeout_s)
+        binding.wait_port_free(self.bind_address, timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._outbox_lock:
             for s in self._outbox_sockets:
@@ -495,363 +507,12 @@ class ServingLoop:
             shm.sweep_leftovers()
 
 
-class _InProcessResponder(Responder):
-    """Answers a request of `_InProcessCall`: the reply body goes back as it is."""
-
-    __slots__ = ("_call",)
-    in_process = True
-    via = "in process"
-
-    def __init__(self, loop, call):
-        super().__init__(loop, None, 0)
-        self._call = call
-
-    def reply(self, reply_type, body):
-        if not self._sent:
-            self._sent = True
-            self._call.answer(reply_type, body)
-
-
-class _InProcessCall:
-    """One request from a client of this process, until its reply (or the loop's end)."""
-
-    def __init__(self, loop):
-        self._loop = loop
-        self._done = threading.Event()
-        self.reply = None  # (reply_type, body)
-
-    def answer(self, reply_type, body):
-        self.reply = (reply_type, _detached(body))
-        self._loop._in_process_calls.discard(self)
-        self._done.set()
-
-    def abandon(self, why):
-        if not self._done.is_set():
-            self.answer("Error", wire.error_body(errors.UnavailableError(None, None, why), self._loop.task))
-
-    def wait(self, timeout_s):
-        return self._done.wait(timeout_s)
-
-
-class InProcessChannel:
-    """A `transport.Channel` to a server of this process: same `call`, no wire.
-
-    The request body is handed to the server's loop as a decoded message would be (its
-    arrays are the caller's: a step never changes its feeds), and the reply comes back
-    with its containers rebuilt and its arrays copied (`_detached`), as the wire would
-    have copied them: a fetched value is the caller's own, never a variable's storage.
-    """
-
-    def __init__(self, loop, name):
-        self._loop = loop
-        self.address = loop.address
-        self.name = name or loop.address
-
-    def call(self, msg_type, body, timeout_s=None, connect_timeout_s=None, also=None):
-        """As `transport.Channel.call`: the reply message, or the error reply raised. (`also`
-        is for channels on a link; this one never is, so it is never given.)"""
-        loop = self._loop
-        call = _InProcessCall(loop)
-        loop._in_process_calls.add(call)
-        if loop._stop.is_set():
-            call.abandon(f"its server at {loop.address} was stopped")
-        msg = {**body, "v": wire.PROTOCOL_VERSION, "type": msg_type, "id": 0}
-        loop.post(lambda: loop._accept(msg, _InProcessResponder(loop, call)))
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while not call.wait(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))):
-            if deadline is not None and time.monotonic() >= deadline:
-                loop._in_process_calls.discard(call)
-                raise errors.DeadlineExceededError(
-                    None,
-                    None,
-                    f"timed out after {timeout_s:.1f} s waiting for the reply to {msg_type} from "
-                    f"{self.name} at {self.address} (in this process)",
-                )
-        reply_type, reply = call.reply
-        reply.update(type=reply_type, id=0)
-        if reply_type == "Error":
-            wire.raise_error(reply)
-        return reply
-
-
-def in_process_channel(address, key=None, name=""):
-    """An `InProcessChannel` to the server of this process at `address` (the same address
-    string the server was started with), else None: a server of another process, one that
-    would refuse this client over the wire (another cluster `key`, or CURVE keys the client
-    lacks: it gets the wire's error), or ``$NBDIST_IN_PROCESS=0``."""
+def serving_loop_at(address):
+    """The running serving loop of this process at `address` (the address string it was
+    started with), or None."""
     loop = _LOOPS.get(address)
-    if (
-        loop is None
-        or loop._stop.is_set()
-        or loop._key != key
-        or loop._curve_keys != security.curve_keys()
-        or os.environ.get(IN_PROCESS_ENV) == "0"
-    ):
-        return None
-    return InProcessChannel(loop, name)
-
-
-def _detached(obj):
-    """`obj` with its containers rebuilt and its arrays copied: what a client may keep and
-    change without touching the server's state (a variable's storage, a constant)."""
-    if isinstance(obj, dict):
-        return {k: _detached(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_detached(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_detached(v) for v in obj)
-    if isinstance(obj, np.ndarray):
-        return obj.copy()
-    return obj
-
-
-class PeerChannels:
-    """The I/O thread's channels to other servers, one `transport.Channel` per peer.
-
-    `request` sends and returns at once; the reply calls ``on_reply(msg)`` (or
-    ``on_error(exc)`` for an error reply) on the I/O thread. Each channel's socket monitor
-    is watched by the loop: a peer that drops its connection fails every request it
-    still owes at once, one that never connects fails them after
-    ``transport.CONNECT_TIMEOUT_S``. Everything here runs on the I/O thread.
-
-    Args:
-        loop: the `ServingLoop` whose thread owns the channels.
-        key: the cluster key to sign with.
-    """
-
-    def __init__(self, loop, key=None):
-        self._loop = loop
-        self._key = key
-        self._channels = {}  # address -> Channel
-        self._inflight = {}  # (address, request id) -> (on_reply, on_error)
-        self._watchers = {}  # address -> [(on_lost(why), on_back())]
-
-    def channel(self, address, name):
-        """The channel to `address` (made and watched on first use)."""
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = transport.Channel(address, name, self._key)
-            self._loop.watch(channel.socket, lambda: self._on_reply(address, channel))
-            if channel.link is not None:
-                self._loop.watch(channel.link.fileno(), lambda: self._on_link_reply(address, channel))
-            self._loop.watch(channel.monitor, lambda: self._on_connection_event(address, channel))
-        return channel
-
-    def watch(self, address, name, on_lost, on_back):
-        """Calls ``on_lost(why)`` whenever the connection to the peer at `address` is lost (it
-        dropped, or a peer reached before refuses connections), ``on_back()`` when it is made
-        again. Heartbeats make a silent peer count as lost too."""
-        self._watchers.setdefault(address, []).append((on_lost, on_back))
-        self.channel(address, name)
-
-    def request(self, address, name, msg_type, body, on_reply, on_error):
-        """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
-        channel = self.channel(address, name)
-        if not channel.on_link:  # (a link's peer that goes away closes it: no event to wait for)
-            channel.poll_events()
-        if channel.handshake_failure is not None:
-            on_error(channel.handshake_error())
-            return None
-        if channel.disconnected_at is not None and not channel.connected:
-            on_error(channel.unavailable(time.monotonic() - channel.disconnected_at, transport.LOST))
-            return None
-        try:
-            request_id = channel.send(msg_type, body)
-        finally:
-            self._touched(channel)
-        self._inflight[(address, request_id)] = (on_reply, on_error)
-        if not channel.connected:
-            since = time.monotonic()
-            self._loop.call_later(transport.CONNECT_TIMEOUT_S, lambda: self._check_connected(address, since))
-        return request_id
-
-    def via(self, address):
-        """How requests to `address` go now: ``"link"`` or ``"zmq"`` (a trace shows it)."""
-        channel = self._channels.get(address)
-        return "link" if channel is not None and channel.on_link else "zmq"
-
-    def send(self, address, name, msg_type, body):
-        """Sends a one-way message (no reply is expected)."""
-        channel = self.channel(address, name)
-        try:
-            channel.send(msg_type, body)
-        finally:
-            self._touched(channel)
-
-    def _touched(self, channel):
-        if not channel.on_link:  # it went through the DEALER the loop watches
-            self._loop.touched(channel.socket)
-
-    def forget(self, address, request_id):
-        """Drops the callbacks of a request whose answer no longer matters."""
-        self._inflight.pop((address, request_id), None)
-
-    def close(self):
-        for channel in self._channels.values():
-            channel.close()
-        self._channels.clear()
-        self._inflight.clear()
-
-    def _on_reply(self, address, channel):
-        while channel.socket.poll(0):
-            self._deliver(address, channel.socket.recv_multipart(copy=False))
-
-    def _on_link_reply(self, address, channel):
-        link = channel.link
-        try:
-            messages = link.take_all()
-        except (links.LinkClosedError, links.LinkError):
-            messages = []
-        if link.closed:
-            self._loop.unwatch(link.fileno())  # (before any callback opens a socket with its fd number)
-        for frames in messages:
-            self._deliver(address, frames)
-        if link.closed:
-            # What was asked over the link will not be answered: fail it now. (The channel's
-            # next requests go over ZeroMQ, whose socket is watched too.)
-            self._fail_requests(address, channel.unavailable(0.0, transport.LOST))
-
-    def _deliver(self, address, frames):
-        try:
-            msg = wire.decode(frames, self._key)
-        except wire.WireError:
-            return  # not from a server of this cluster: nothing is waiting for it
-        callbacks = self._inflight.pop((address, msg.get("id")), None)
-        if callbacks is None:
-            return
-        on_reply, on_error = callbacks
-        if msg["type"] == "Error":
-            try:
-                wire.raise_error(msg)
-            except errors.OpError as e:
-                on_error(e)
-        else:
-            on_reply(msg)
-
-    def _on_connection_event(self, address, channel):
-        was_connected = channel.connected
-        channel.poll_events()
-        if channel.handshake_failure is not None:
-            self._fail(address, channel.handshake_error())
-            return
-        if channel.connected and not was_connected:
-            for _, on_back in self._watchers.get(address, ()):
-                on_back()
-        if not channel.connected and channel.disconnected_at is not None:
-            self._fail(address, channel.unavailable(0.0, transport.LOST))
-        elif channel.refused_since is not None:
-            since = channel.refused_since
-            self._loop.call_later(
-                transport.REFUSED_GRACE_S + 0.01, lambda: self._check_refused(address, since)
-            )
-
-    def _fail_requests(self, address, error):
-        for key in [k for k in self._inflight if k[0] == address]:
-            callbacks = self._inflight.pop(key, None)
-            if callbacks is not None:
-                callbacks[1](error)
-
-    def _check_refused(self, address, since):
-        channel = self._channels.get(address)
-        if channel is not None:
-            channel.poll_events()
-            error = channel.refused(since)
-            if error is not None:
-                self._fail(address, error, lost_since=since)
-
-    def _check_connected(self, address, since):
-        channel = self._channels.get(address)
-        if channel is None:
-            return
-        channel.poll_events()
-        if not channel.connected:
-            self._fail(address, channel.unavailable(time.monotonic() - since, "no connection"))
-
-    def _fail(self, address, error, lost_since=None):
-        """Fails the requests `address` owes; tells its watchers it is lost."""
-        self._fail_requests(address, error)
-        channel = self._channels.get(address)
-        if channel is not None and not channel.connected:
-            why = transport.LOST if lost_since is None else "connection refused (its server is gone)"
-            for on_lost, _ in self._watchers.get(address, ()):
-                on_lost(why)
+    return None if loop is None or loop.stopped else loop
 
 
 def _noop():
     pass
-
-
-def _bound_router(ctx, bind_address, task):
-    """The server's ROUTER socket bound at `bind_address` (a CURVE server when the process has
-    CURVE keys), and the CURVE keys it encrypts with (None: plain ZeroMQ).
-
-    Raises:
-        OSError: the address is in use, or not this host's (naming it and the fix).
-    """
-    router = ctx.socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.setsockopt(zmq.IPV6, 1)
-    router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
-    transport.set_heartbeats(router)  # clients that stop answering are dropped
-    # Sending to an identity that is not connected raises (instead of a silent drop), so
-    # a worker knows whether it could deliver fetched tensors straight to a client.
-    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-    try:
-        keys = security.secure_server(router)
-        router.bind(_bind_endpoint(bind_address, task))
-    except zmq.ZMQError as e:
-        router.close(linger=0)
-        raise OSError(e.errno, _bind_error(e, task, bind_address)) from None
-    except BaseException:
-        router.close(linger=0)
-        raise
-    return router, keys
-
-
-def _bracketed(host):
-    return f"[{host.strip('[]')}]" if ":" in host else host
-
-
-def _bind_endpoint(address, task):
-    """``tcp://ip:port`` to bind for `address`; a host that does not resolve says how to fix it."""
-    try:
-        return zmq_endpoint(address)
-    except ValueError as e:
-        raise ValueError(
-            f"cannot start server {task}: {e}; a server binds the host of its own cluster entry, which "
-            "must resolve on this machine (or give `--bind IP`, e.g. this machine's or pod's own IP)"
-        ) from None
-
-
-def _bind_error(e, task, address):
-    if e.errno == errno.EADDRNOTAVAIL:
-        return (
-            f"cannot start server {task} at {address}: {e.strerror}: that host is not an address of "
-            "this machine (or of this network namespace); run the task on the host its cluster entry "
-            "names, or bind another interface with `--bind IP` (`--bind 0.0.0.0` for all of them)"
-        )
-    return (
-        f"cannot start server {task} at {address}: {e.strerror}; another server (or program) holds "
-        "that port: stop it (server.stop() / %dtf_cluster stop) or choose another port"
-    )
-
-
-def _wait_port_free(address, timeout_s):
-    """Returns once `address` can be bound again (zmq closes sockets asynchronously)."""
-    import socket  # noqa: PLC0415
-
-    endpoint = zmq_endpoint(address)[len("tcp://") :]
-    host, _, port = endpoint.rpartition(":")
-    host = host.strip("[]")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, int(port)))
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    return
-        time.sleep(0.005)
