@@ -4,8 +4,9 @@ Its creator op (``IteratorV2``, or ``OneShotIterator``) is placed like any op; i
 take it as a ref input, so they run where it lives — a worker or a ps of a real cluster:
 
 - ``MakeIterator`` (`Iterator.initializer`, `make_initializer`) starts the pipeline from its
-  ``dataset`` attr (the plain-data spec of `nbdist.ops.dataset_ops`) and its input values
-  (the pipeline's tensors: fed placeholders work); running it again starts over;
+  ``dataset`` attr (the plain-data spec of `nbdist.ops.dataset_ops`, run by
+  `nbdist.ops.dataset_runner`) and its input values (the pipeline's tensors: fed
+  placeholders work); running it again starts over;
 - ``IteratorGetNext`` (`get_next()`) returns the next element, `OutOfRangeError` at the
   end (TF's end of data), `FailedPreconditionError` before initialization;
 - ``OneShotIterator`` carries the spec *and* its constant values as attrs, so the iterator
@@ -24,7 +25,8 @@ from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
-from nbdist.ops import dataset_ops, registry
+from nbdist.ops import dataset_runner, registry
+from nbdist.ops.element_spec import ElementSpec, pack_as
 
 _NOT_INITIALIZED = (
     "GetNext() failed because the iterator has not been initialized. Ensure that you have run the "
@@ -45,7 +47,7 @@ class IteratorResource:
             self.start(attrs["dataset"], attrs["leaves"], name)
 
     def start(self, spec, leaves, node_name):
-        self.elements = dataset_ops.elements(spec, leaves, node_name)
+        self.elements = dataset_runner.elements(spec, leaves, node_name)
 
     def next(self, node):
         if self.elements is None:
@@ -113,30 +115,23 @@ class Iterator:
     `Iterator.from_structure(output_types, output_shapes)` (one iterator, several datasets).
     """
 
-    def __init__(self, handle, initializer, structure, dtypes, shapes):
+    def __init__(self, handle, initializer, element_spec):
         self._handle = handle  # the creator's output: the ref input of the iterator's ops
         self._initializer = initializer
-        self._structure = structure
-        self._dtypes = list(dtypes)
-        self._shapes = [TensorShape(s) for s in shapes]
+        self.element_spec = element_spec
 
     @staticmethod
     def from_dataset(dataset, shared_name=None):
-        handle = _creator("IteratorV2", dataset._dtypes, dataset._shapes, shared_name)
-        iterator = Iterator(handle, None, dataset._structure, dataset._dtypes, dataset._shapes)
+        element = dataset.element_spec
+        iterator = Iterator(_creator("IteratorV2", element, shared_name), None, element)
         iterator._initializer = iterator.make_initializer(dataset)
         return iterator
 
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An iterator for any dataset with these element types (and compatible shapes)."""
-        dtypes = [_dtypes.as_dtype(t) for t in dataset_ops.flatten(output_types)]
-        structure = dataset_ops.pack_as(output_types, [None] * len(dtypes))
-        if output_shapes is None:
-            shapes = [TensorShape(None)] * len(dtypes)
-        else:
-            shapes = [TensorShape(s) for s in _flatten_shapes(output_shapes, len(dtypes))]
-        return Iterator(_creator("IteratorV2", dtypes, shapes, shared_name), None, structure, dtypes, shapes)
+        element = ElementSpec.from_types(output_types, output_shapes)
+        return Iterator(_creator("IteratorV2", element, shared_name), None, element)
 
     @property
     def initializer(self):
@@ -149,11 +144,15 @@ class Iterator:
 
     @property
     def output_types(self):
-        return dataset_ops.pack_as(self._structure, self._dtypes)
+        return self.element_spec.output_types
 
     @property
     def output_shapes(self):
-        return dataset_ops.pack_as(self._structure, self._shapes)
+        return self.element_spec.output_shapes
+
+    @property
+    def output_classes(self):
+        return self.element_spec.output_classes
 
     def make_initializer(self, dataset, name=None):
         """An op that (re)starts this iterator on `dataset`.
@@ -161,7 +160,7 @@ class Iterator:
         Raises:
             TypeError: `dataset`'s element types differ from the iterator's.
         """
-        if dataset._dtypes != self._dtypes:
+        if dataset.element_spec.dtypes != self.element_spec.dtypes:
             raise TypeError(
                 f"Expected output types {self.output_types} but got dataset with output types "
                 f"{dataset.output_types}"
@@ -174,22 +173,17 @@ class Iterator:
 
     def get_next(self, name=None):
         """The next element (same structure as the dataset's); `OutOfRangeError` at the end."""
-        attrs = {"output_types": self._dtypes, "output_shapes": self._shapes}
+        element = self.element_spec
+        attrs = {"output_types": element.dtypes, "output_shapes": element.shapes}
         op = registry.make_op("IteratorGetNext", [self._handle], attrs, name=name or "IteratorGetNext")
-        return dataset_ops.pack_as(self._structure, op.outputs)
+        return pack_as(element.structure, op.outputs)
 
     def __repr__(self):
         return f"<tf.data.Iterator {self._handle.op.name} types: {self.output_types}>"
 
 
-def _flatten_shapes(output_shapes, n):
-    flat = dataset_ops.flatten(output_shapes)
-    # A shape given as a plain list ([None, 2]) is one leaf, not a structure.
-    return flat if len(flat) == n else [output_shapes]
-
-
-def _creator(op_type, dtypes, shapes, shared_name=None, extra=None):
-    attrs = {"output_types": list(dtypes), "output_shapes": list(shapes), **(extra or {})}
+def _creator(op_type, element, shared_name=None, extra=None):
+    attrs = {"output_types": list(element.dtypes), "output_shapes": list(element.shapes), **(extra or {})}
     if shared_name:
         attrs["shared_name"] = shared_name
     container = get_default_graph().current_container()
@@ -218,8 +212,8 @@ def one_shot_iterator(dataset):
             )
         values.append(t.op.get_attr("value"))
     extra = {"dataset": spec, "leaves": values}
-    handle = _creator("OneShotIterator", dataset._dtypes, dataset._shapes, extra=extra)
-    return Iterator(handle, None, dataset._structure, dataset._dtypes, dataset._shapes)
+    handle = _creator("OneShotIterator", dataset.element_spec, extra=extra)
+    return Iterator(handle, None, dataset.element_spec)
 
 
 def make_one_shot_iterator(dataset):
