@@ -325,3 +325,85 @@ def test_the_task_entry_point_importing_the_notebook_is_a_later_layer():
 def test_the_walk_sees_a_private_module_attribute(source, expected):
     _, private = _check_source("nbdist.runtime.fake", source)
     assert [what for _, _, what in private] == [expected]
+
+
+# -- size, seams and cycles -------------------------------------------------------------------------
+MAX_MODULE_LINES = 600  # STYLE.md: "Split modules near 600 lines"
+
+
+def test_no_module_is_over_600_lines():
+    long = {
+        module: n
+        for module, path, _ in SOURCES
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, (
+        f"modules over {MAX_MODULE_LINES} lines (split them where their responsibilities part): "
+        + ", ".join(f"{m} ({n})" for m, n in sorted(long.items()))
+    )
+
+
+# What the plumbing below the services (nbdist/runtime/net/) may import of nbdist: itself, the
+# base layer and the scheduling policy of background threads. Never a service (master, worker,
+# server_lib, remote, session, executor...): the services stand on the plumbing, not the reverse.
+NET_MAY_IMPORT = ("nbdist.runtime.net", "nbdist.runtime.sched", "nbdist.errors")
+
+
+def test_the_net_package_imports_no_service():
+    bad = [
+        f"{i.module} (line {i.line}) imports {i.target}"
+        for i in ALL_IMPORTS
+        if i.module.startswith("nbdist.runtime.net") and not i.target.startswith(NET_MAY_IMPORT)
+    ]
+    assert not bad, (
+        "nbdist/runtime/net/ may import only " + ", ".join(NET_MAY_IMPORT) + ":\n" + "\n".join(bad)
+    )
+
+
+def import_cycles(imports):
+    """The groups of modules that import each other (directly or around a loop), lazy imports
+    included: each a sorted list, from Tarjan's strongly connected components."""
+    edges = {}
+    for i in imports:
+        if i.target != i.module:
+            edges.setdefault(i.module, set()).add(i.target)
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    cycles = import_cycles(ALL_IMPORTS)
+    assert not cycles, "modules that import each other (give what both need one owner):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_lazy_import():
+    a, _ = _check_source("nbdist.ops.fake_a", "from nbdist.ops import fake_b\n")
+    b, _ = _check_source("nbdist.ops.fake_b", "def f():\n    from nbdist.ops import fake_a\n")
+    # (neither module exists, so each import names the package; name the modules instead)
+    a = [Import(i.module, i.line, "nbdist.ops.fake_b", i.name) for i in a]
+    b = [Import(i.module, i.line, "nbdist.ops.fake_a", i.name) for i in b]
+    assert import_cycles(a + b) == [["nbdist.ops.fake_a", "nbdist.ops.fake_b"]]
