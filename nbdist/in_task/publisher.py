@@ -10,14 +10,12 @@ are described in `nbdist.notebook.event_stream`.
 Events travel in batches (an ``Events`` message): an event after a quiet spell of
 `COALESCE_S` (nothing held, nothing sent for that long) is sent at once; the ones that
 follow it are held, and a flusher thread sends them when the window since the last send
-ends. A worker reporting after every one of its 1,000 steps a second so sends 5 messages
-a second, not 1,000 - each of which woke ZeroMQ's I/O threads in the task and in
-the notebook and cost the training on its cores - its metric events travel in columns
-(`nbdist.in_task.metric_batch`), and its training thread only appends to a deque: encoding and
-sending are the flusher's, a batch thread (`nbdist.runtime.sched`)
-that never preempts a step (measured in docs/benchmarks.md, "What watching costs
-training"). What a process holds back is also sent when it exits (`flush`; ``python -m
-nbdist.server`` flushes before it stops).
+ends: a worker that reports after every step sends a few messages a second, not one per
+step. Metric events travel in columns (`nbdist.in_task.metric_batch`), and the training
+thread only appends to a deque: encoding and sending are the flusher's, a batch thread
+(`nbdist.runtime.sched`) that never preempts a step (what it costs: docs/benchmarks.md,
+"What watching costs training"). What a process holds back is also sent when it exits
+(`flush`; ``python -m nbdist.server`` flushes before it stops).
 """
 
 import atexit

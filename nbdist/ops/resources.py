@@ -6,7 +6,7 @@ and name, so a variable ``w1`` on a ps survives across steps, sessions and clien
 and a checkpoint can reach every variable a task holds (`variables()`).
 
 A *kind* says how to make one resource from the node that creates it (its creator op,
-e.g. ``VariableV2``; next a FIFO queue or a conditional accumulator). Kinds are declared
+e.g. ``VariableV2``, ``FIFOQueueV2``, ``ConditionalAccumulator``). Kinds are declared
 with `nbdist.ops.registry.resource_kind`; the executor hands a user op's ref input the
 resource of the kind that input names (`ResourceManager.resource`).
 """

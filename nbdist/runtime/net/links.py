@@ -1,11 +1,11 @@
 """Links: a server's messages to and from a process of the same host over a raw Unix socket.
 
 ZeroMQ moves every message through its own I/O thread at both ends, so one message wakes
-three threads: the sender's ZeroMQ thread, the receiver's, then the receiving Python thread.
-On this 2-vCPU machine each wake-up that crosses to another vCPU costs about 45 us
-(`benchmarks/bench_ipc.py`: a round trip between two processes 114-126 us over ZeroMQ,
-5-81 us over a Unix socket). A link is a Unix stream socket that the sender writes and the
-receiver's serving loop polls directly: one wake-up per message.
+three threads: the sender's ZeroMQ thread, the receiver's, then the receiving Python thread,
+and a wake-up that crosses to another CPU is the dearest thing a small message costs
+(docs/benchmarks.md, "Transport first", has the round trips of both paths). A link is a Unix
+stream socket that the sender writes and the receiver's serving loop polls directly: one
+wake-up per message.
 
 A link is only a faster path beside a ZeroMQ connection, never instead of one. It carries
 the same wire-encoded messages (signed, stamped, replay-checked: `nbdist.runtime.net.wire`),
