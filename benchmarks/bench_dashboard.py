@@ -1,5 +1,5 @@
 """What a live dashboard picture costs: simulated reports from two workers, a picture every
-half second of simulated time, as `tf.Dashboard` draws them (`charts.DashboardPlot`), against
+half second of simulated time, as `tf.Dashboard` draws them (`dashboard_plot.DashboardPlot`), against
 a fresh picture of the same data (what the dashboard drew before pictures were reused).
 
 Reported: how many pictures were drawn whole and laid out afresh (the others redrew only
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from nbdist.notebook import charts
+from nbdist.notebook import dashboard_plot, metrics_history, png_writer
 
 
 def main():
@@ -25,7 +25,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=30, help="simulated training time")
     args = parser.parse_args()
     rng = np.random.RandomState(0)
-    history, plot = charts.MetricsHistory(), charts.DashboardPlot()
+    history, plot = metrics_history.MetricsHistory(), dashboard_plot.DashboardPlot()
     live, t0, i = [], 1000.0, 0
     for _ in range(2 * args.seconds):
         for _ in range(args.rate // 2):
@@ -50,7 +50,7 @@ def main():
     fresh = []
     for _ in range(3):
         started = time.process_time()
-        charts.figure_png(charts.dashboard_figure(history, title="fresh"))
+        png_writer.figure_png(dashboard_plot.dashboard_figure(history, title="fresh"))
         fresh.append(time.process_time() - started)
     print(
         f"{args.rate} reports/s per worker for {args.seconds} s: {plot.pictures} live pictures, "

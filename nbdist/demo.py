@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from nbdist.notebook import charts, i18n, run_report
+from nbdist.notebook import i18n, metrics_history, run_report
 from nbdist.notebook.replicated_training import EXAMPLES_PER_CLASS, MODES, Settings, train
 
 DEFAULT_REPORT = "nbdist-demo-report.html"
@@ -86,7 +86,7 @@ class Progress:
     def __init__(self, total, file, out, lang="en"):
         from tqdm import tqdm  # noqa: PLC0415 - only the command needs it
 
-        self.history = charts.MetricsHistory()
+        self.history = metrics_history.MetricsHistory()
         self.rate = StepRate()
         self._lock = threading.Lock()
         self._losses = {}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import nbdist as tf
-from nbdist.notebook import charts, trace
 from nbdist.notebook import graph_model as gm
+from nbdist.notebook import placement_chart, trace
 from procs import kernel_env
 
 pytestmark = pytest.mark.slow
@@ -56,7 +56,7 @@ def test_timeline_has_each_cross_task_tensor_as_a_flow_with_its_bytes(tf_trace):
 
 
 def test_placement_counts_variables_and_measured_bytes(tf_trace):
-    rows = {r["task"]: r for r in charts.placement_summary(tf_trace[0])}
+    rows = {r["task"]: r for r in placement_chart.placement_summary(tf_trace[0])}
     assert [v[:2] for v in rows[PS]["variables"]] == [("w", "float32[4,3]"), ("b", "float32[3]")]
     assert rows[PS]["sent_bytes"] == rows[WORKER]["recv_bytes"] == 48 + 12
     assert rows[WORKER]["sent_bytes"] == rows[PS]["recv_bytes"] > 48 + 12  # gradients + learning rate
@@ -79,6 +79,6 @@ def test_a_graph_def_proto_draws_its_requested_devices(tf_trace):
     model = gm.graph_model(tf_trace[1])
     assert model.mode == "requested"
     assert model.task["w"] == PS and model.task["MatMul"] == WORKER
-    rows = {r["task"]: r for r in charts.placement_summary(tf_trace[1])}
+    rows = {r["task"]: r for r in placement_chart.placement_summary(tf_trace[1])}
     assert rows[PS]["param_bytes"] == 48 + 12
     assert "requested" in repr(tf.show_graph(tf_trace[1]))

@@ -12,7 +12,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.notebook import run_charts
-from nbdist.notebook.charts import MetricsHistory
+from nbdist.notebook.metrics_history import MetricsHistory
 from nbdist.notebook.replicated_training import Settings, what_to_notice
 from nbdist.notebook.widgets import playground
 from procs import alive, wait_gone

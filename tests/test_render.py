@@ -96,8 +96,8 @@ def test_svg_has_the_transfer_edges_and_task_colours(traced):
 
 def test_a_trace_event_from_a_task_draws_as_its_run_metadata(traced):
     """What `report_trace` sends from a ``%%dtf_worker`` task, after the wire, is drawn the same."""
-    from nbdist.notebook import charts, trace
     from nbdist.notebook import event_stream as events
+    from nbdist.notebook import placement_chart, trace
     from nbdist.runtime.net import wire
 
     stream = events.current_stream()
@@ -106,7 +106,7 @@ def test_a_trace_event_from_a_task_draws_as_its_run_metadata(traced):
     (sent,) = stream.history("trace")
     event = wire.decode(wire.encode("Event", 0, {"event": sent}))["event"]
     assert render.graph_to_dot(event, collapse=False) == render.graph_to_dot(traced.md, collapse=False)
-    assert charts.placement_summary(event) == charts.placement_summary(traced.md)
+    assert placement_chart.placement_summary(event) == placement_chart.placement_summary(traced.md)
     assert trace.step_events(event)["flows"] == trace.step_events(traced.md)["flows"]
 
 

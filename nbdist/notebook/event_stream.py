@@ -159,7 +159,7 @@ class EventStream:
             for callback, wanted in subscribers:
                 if wanted is None or wanted == kind:
                     self._call(callback, event)
-            # (for metric subscribers, as for charts.MetricsHistory, a dict without a kind is a metric)
+            # (for metric subscribers, as for `MetricsHistory`, a dict without a kind is a metric)
             if batch_subscribers and is_dict and event.get("kind", "metric") == "metric":
                 try:
                     metrics = MetricBatch.of(event)

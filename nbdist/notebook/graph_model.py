@@ -15,7 +15,7 @@ Three inputs describe a graph (`graph_model` normalises them once into a `GraphM
 Colours encode tasks: one hue per job (ps orange, worker blue, chief green, ...) and one
 shade per task, the same before and after placement. Name scopes (and series of numbered
 siblings, ``layer1``..``layer9``) can be collapsed into one node per task. Pure data: the
-drawing is in `nbdist.notebook.render` (graphs), `charts` (placement, metrics) and `trace`.
+drawing is in `nbdist.notebook.render` (graphs), `placement_chart`, `dashboard_plot` and `trace`.
 """
 
 import collections

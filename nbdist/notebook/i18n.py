@@ -8,7 +8,7 @@ set globally; `font_rc` gives the matplotlib settings a language's glyphs need, 
 
     text("zh", "cluster_ready", seconds=0.42, ps=1, workers=2)
     with matplotlib.rc_context(font_rc("zh")):
-        fig = charts.placement_figure(rows, lang="zh"); svg = figure_svg(fig)
+        fig = placement_chart.placement_figure(rows, lang="zh"); svg = figure_svg(fig)
 
 Errors stay in English (they are quoted in issues and searched for).
 """

@@ -1,15 +1,15 @@
 """Charts comparing training runs (the playground): one run in colour, the previous in grey.
 
-Pure like `nbdist.notebook.charts` (whose `MetricsHistory` they read): metric events in,
+Pure like `nbdist.notebook.dashboard_plot` (they read a `metrics_history.MetricsHistory`): metric events in,
 a summary dict, a matplotlib `Figure` and an HTML table out.
 
     summary = run_summary(history)              # global steps/s, final loss, dropped, staleness
-    png = charts.figure_png(runs_figure(history, previous_history, mode="sync"))
+    png = png_writer.figure_png(runs_figure(history, previous_history, mode="sync"))
 """
 
 import html
 
-from nbdist.notebook.charts import line_colors
+from nbdist.notebook.dashboard_plot import line_colors
 from nbdist.notebook.graph_model import task_sort_key
 
 PREVIOUS_RUN_COLOR = "#b0b8c6"  # a cool grey: no blend of black, white and the line colours

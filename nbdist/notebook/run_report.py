@@ -1,8 +1,8 @@
 """A training run as one self-contained HTML file: graph, placement, loss curves, one step's timeline.
 
 Pure like `nbdist.notebook.render`: data in, an HTML string out; every picture comes from the
-same drawing code the widgets use (`render.draw_graph`, `charts.placement_figure`,
-`charts.dashboard_figure`, `trace.timeline_svg`) and is inlined as SVG, so the file opens
+same drawing code the widgets use (`render.draw_graph`, `placement_chart.placement_figure`,
+`dashboard_plot.dashboard_figure`, `trace.timeline_svg`) and is inlined as SVG, so the file opens
 anywhere, copied alone, with no network and no other file. ``nbdist demo`` writes it.
 
     html_text = run_report_html(run_metadata, history, title="nbdist demo", facts={"mode": "async"})
@@ -15,7 +15,7 @@ source); everything else is drawn by matplotlib and by hand-written SVG.
 import html
 import io
 
-from nbdist.notebook import charts, i18n, render, trace
+from nbdist.notebook import dashboard_plot, i18n, placement_chart, render, trace
 
 _CSS = """
 body { font-family: FONTS; margin: 24px auto; max-width: 1200px; color: #222; }
@@ -68,15 +68,16 @@ def _graph_section(run_metadata, lang):
 
 
 def _placement_section(run_metadata, lang):
-    rows = charts.placement_summary(run_metadata)
-    chart = _chart_svg(lambda: charts.placement_figure(rows, lang=lang), lang)
-    body = f'{charts.placement_html(rows)}<div class="nbdist-picture nbdist-placement-chart">{chart}</div>'
+    rows = placement_chart.placement_summary(run_metadata)
+    chart = _chart_svg(lambda: placement_chart.placement_figure(rows, lang=lang), lang)
+    table = placement_chart.placement_html(rows)
+    body = f'{table}<div class="nbdist-picture nbdist-placement-chart">{chart}</div>'
     what = "Which task holds which variables, runs how many ops, and sends how many bytes per step."
     return _section(i18n.text(lang, "h_placement"), what, body, "nbdist-report-placement")
 
 
 def _curves_section(history, lang):
-    chart = _chart_svg(lambda: charts.dashboard_figure(history, lang=lang), lang)
+    chart = _chart_svg(lambda: dashboard_plot.dashboard_figure(history, lang=lang), lang)
     what = (
         "Loss per replica as reported during training (one line per worker task), the global step, "
         "and each worker's steps per second."
@@ -102,7 +103,7 @@ def run_report_html(run_metadata, history, title="nbdist run", facts=None, lang=
     Args:
         run_metadata: a `tf.RunMetadata` of one ``FULL_TRACE`` step of a distributed session
             (it holds the partition graphs and the step's timings).
-        history: a `charts.MetricsHistory` of the run's ``metric`` events (loss per replica).
+        history: a `metrics_history.MetricsHistory` of the run's ``metric`` events (loss per replica).
         title: the page's heading.
         facts: ``{label: value}`` shown as a table under the title (mode, cluster, speed, ...).
         lang: the language of the headings and the charts' titles and labels (`i18n.LANGS`);

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 
-from nbdist.notebook import charts
+from nbdist.notebook import dashboard_plot, metrics_history
 from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
 from nbdist.notebook.widgets.throttle import Redrawer
 
@@ -85,8 +85,8 @@ class Dashboard(_VBox):
     ):
         if _w is None:
             raise ImportError("Dashboard needs ipywidgets: pip install ipywidgets")
-        self.history = charts.MetricsHistory(rate_window_s=rate_window_s)
-        self.plot = charts.DashboardPlot()
+        self.history = metrics_history.MetricsHistory(rate_window_s=rate_window_s)
+        self.plot = dashboard_plot.DashboardPlot()
         self._since = None if replay else time.time()  # events stamped earlier are not shown
         self.title_text = title
         self.redraws = 0
@@ -156,7 +156,7 @@ class Dashboard(_VBox):
         """Redraws now from the calling thread (sets widget state only).
 
         Args:
-            relayout: False: a live picture keeps the last layout (`charts.DashboardPlot.png`).
+            relayout: False: a live picture keeps the last layout (`dashboard_plot.DashboardPlot.png`).
         """
         with self._draw_lock:
             data = self.history.snapshot()
@@ -241,7 +241,7 @@ def _headline(title, summary):
 
 
 def _table(summary):
-    colors = charts.line_colors(summary["tasks"])
+    colors = dashboard_plot.line_colors(summary["tasks"])
     rows = "".join(
         f"<tr><td><span style='color:{colors[task]}'>■</span> {html.escape(task)}</td>"
         f"<td>{_fmt(v['loss'], '.4g')}</td><td>{_fmt(v['steps_per_s'], '.1f')}</td>"

@@ -7,8 +7,8 @@ A compact table (ops by type, variables and their bytes, bytes sent/received per
 plus a bar chart, in one ipywidgets composite.
 """
 
-from nbdist.notebook import charts
 from nbdist.notebook import graph_model as gm
+from nbdist.notebook import placement_chart, png_writer
 from nbdist.notebook.widgets import StaticView, ipywidgets_or_none, png_img_html, static_bundle
 
 _w = ipywidgets_or_none()
@@ -37,10 +37,10 @@ class PlacementView(_VBox):
                 "PlacementView needs ipywidgets: pip install ipywidgets (or use show_placement)"
             )
         self.model = gm.graph_model(source)
-        self.rows = charts.placement_summary(self.model)
-        self.png = charts.figure_png(charts.placement_figure(self.rows))
+        self.rows = placement_chart.placement_summary(self.model)
+        self.png = png_writer.figure_png(placement_chart.placement_figure(self.rows))
         self.header = _w.HTML(_header(self.model, self.rows))
-        self.table = _w.HTML(charts.placement_html(self.rows))
+        self.table = _w.HTML(placement_chart.placement_html(self.rows))
         self.chart = _w.Image(value=self.png, format="png")
         self.header.add_class("nbdist-placement-header")
         self.table.add_class("nbdist-placement-table")
@@ -63,7 +63,7 @@ class PlacementView(_VBox):
 
 def _static_html(model, rows, png):
     chart = png_img_html(png, "nbdist-placement-chart")
-    return f"<div>{_header(model, rows)}</div>{charts.placement_html(rows)}{chart}"
+    return f"<div>{_header(model, rows)}</div>{placement_chart.placement_html(rows)}{chart}"
 
 
 def show_placement(source):
@@ -83,8 +83,8 @@ def show_placement(source):
     if _w is not None:
         return PlacementView(source)
     model = gm.graph_model(source)
-    rows = charts.placement_summary(model)
-    png = charts.figure_png(charts.placement_figure(rows))
+    rows = placement_chart.placement_summary(model)
+    png = png_writer.figure_png(placement_chart.placement_figure(rows))
     return StaticView(
         f"<nbdist placement of {len(rows)} tasks>", png=png, html=_static_html(model, rows, png)
     )

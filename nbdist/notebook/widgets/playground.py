@@ -23,7 +23,7 @@ import html
 import threading
 import time
 
-from nbdist.notebook import charts, run_charts
+from nbdist.notebook import metrics_history, png_writer, run_charts
 from nbdist.notebook.replicated_training import MODES, Settings, train, what_to_notice
 from nbdist.notebook.widgets import ipywidgets_or_none, static_bundle
 from nbdist.notebook.widgets.throttle import Redrawer
@@ -63,7 +63,7 @@ class Run:
     Attributes:
         number: 1 for the first run of this playground.
         settings: the `Settings` it trained with.
-        history: its metric events (`charts.MetricsHistory`).
+        history: its metric events (`metrics_history.MetricsHistory`).
         state: ``"waiting"`` (for the previous run to stop), ``"starting"`` (the cluster),
             ``"training"``, then ``"done"``, ``"stopped"`` or ``"failed"``.
         result: the `Result` of `train` (None until done or stopped).
@@ -77,7 +77,7 @@ class Run:
     def __init__(self, number, settings):
         self.number = number
         self.settings = settings
-        self.history = charts.MetricsHistory()
+        self.history = metrics_history.MetricsHistory()
         self.state = "waiting"
         self.result = None
         self.error = None
@@ -368,7 +368,7 @@ class Playground(_VBox):
                     straggler=current.settings.straggler,
                     workers=[f"/job:worker/task:{i}" for i in range(current.settings.workers)],
                 )
-                self.png = charts.figure_png(fig)
+                self.png = png_writer.figure_png(fig)
                 self.image.value = self.png
                 self.image.layout.display = None
                 self.notice.value = _notice_html(current, previous)
