@@ -178,7 +178,7 @@ def _packers_of_this_thread():
     """This thread's two msgpack Packers: ``(header, plain)``.
 
     Made once per thread: ``msgpack.packb`` builds a Packer, and with it a 1 MiB buffer, on
-    every call (docs/benchmarks.md, "Headers": several times the cost of a reused Packer).
+    every call (docs/benchmarks.md, "Headers": about twice the cost of a reused Packer).
     The header packer's `default` hands each extension to the encoding in progress.
     """
     pair = getattr(_packers, "pair", None)
