@@ -22,6 +22,14 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.ops import registry
+from nbdist.runtime.plan_compiler import (
+    compile_steps,
+    dataflow_edges,
+    note_last_uses,
+    output_spec,
+    prune_and_sort,
+    split_input,
+)
 
 _MISSING = object()
 _log = logging.getLogger(__name__)
@@ -127,28 +135,6 @@ class StepContext:
         return self.rendezvous.aborted(self.step_id) if self.rendezvous is not None else None
 
 
-class _Step:
-    __slots__ = ("node", "kernel", "inputs", "out", "n_out", "ready", "frees", "index", "controls", "watch")
-
-    def __init__(self, node, kernel, inputs, out, n_out, ready, index, controls, watch=()):
-        self.node = node
-        self.index = index  # position in the plan (marks it done)
-        self.controls = controls  # indices of the steps it must run after (control inputs)
-        self.kernel = kernel
-        self.inputs = inputs  # slot numbers; a negative n is ref input -n-1 (a resource)
-        self.out = out  # first output slot
-        self.n_out = n_out
-        self.ready = ready  # None, or ready(ctx, node, *args) -> None (ready) | what it waits for
-        self.frees = ()  # slots whose last consumer is this step (dropped after it runs)
-        self.watch = watch  # (argument position, kind name) of each watched resource it touches
-
-
-def _output_spec(by_name, tensor_name):
-    """``(DType, TensorShape)`` of output ``op:i`` of the nodes `by_name`."""
-    op, index = _split_input(tensor_name)
-    return by_name[op].output[index]
-
-
 def check_fed_value(name, dtype, shape, value):
     """Checks a fed value that arrived over the wire (a client converts, so it must match exactly).
 
@@ -174,11 +160,6 @@ def check_fed_value(name, dtype, shape, value):
         )
 
 
-def _split_input(name):
-    op, _, index = name.rpartition(":")
-    return (op, int(index)) if op else (name, 0)
-
-
 class ExecutionPlan:
     """A pruned, ordered, kernel-resolved program for one set of feeds/fetches/targets.
 
@@ -200,7 +181,7 @@ class ExecutionPlan:
         self.targets = list(targets)
         fed = set(self.feeds)
         for name in [*self.feeds, *self.fetches]:
-            op, index = _split_input(name)
+            op, index = split_input(name)
             if op not in by_name or index >= len(by_name[op].output):
                 raise errors.InvalidArgumentError(
                     op, None, f"tensor {name!r} is not an element of this graph (no such op or output)"
@@ -211,46 +192,12 @@ class ExecutionPlan:
 
         order = prune_and_sort(by_name, fed, self.fetches, self.targets)
         self.nodes = order
-        slot_of = {name: i for i, name in enumerate(self.feeds)}
-        n_slots = len(slot_of)
-        self._refs = []  # (ResourceKind, creator NodeDef) per ref input
-        self._steps = []
-        index_of = {}
-        for node in order:
-            d = registry.lookup(node.op, None)
-            if d is None or d.kernel is None:
-                raise errors.NotFoundError(
-                    node.name,
-                    None,
-                    f"no kernel for op type {node.op!r} (node {node.name!r} on "
-                    f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
-                )
-            refs = {pos: (src, kind) for pos, src, kind in registry.ref_inputs(node)}
-            inputs, watch = [], ()
-            for pos, inp in enumerate(node.data_inputs):
-                if pos in refs:
-                    self._refs.append(_ref_resource(node, pos, *refs[pos], by_name))
-                    inputs.append(-len(self._refs))
-                    if refs[pos][1].watched:
-                        watch += ((pos, refs[pos][1].name),)
-                else:
-                    inputs.append(slot_of[_canon(inp)])
-            base, n_out = n_slots, len(node.output)
-            n_slots += n_out
-            for i in range(n_out):
-                slot_of.setdefault(f"{node.name}:{i}", base + i)
-            controls = tuple(index_of[c] for c in node.control_inputs if c in index_of)
-            step = _Step(
-                node, d.kernel, tuple(inputs), base, n_out, d.ready, len(self._steps), controls, watch
-            )
-            self._steps.append(step)
-            index_of[node.name] = step.index
-        self._n_slots = n_slots
-        self._feed_specs = [(f, *_output_spec(by_name, f)) for f in self.feeds]
+        self._steps, self._refs, self._n_slots, slot_of = compile_steps(order, by_name, self.feeds)
+        self._feed_specs = [(f, *output_spec(by_name, f)) for f in self.feeds]
         self._feed_slots = [slot_of[f] for f in self.feeds]
         self._fetch_slots = [slot_of[f] for f in self.fetches]
-        _note_last_uses(self._steps, set(self._fetch_slots))
-        self._producers, self._consumers = _dataflow_edges(self._steps)
+        note_last_uses(self._steps, set(self._fetch_slots))
+        self._producers, self._consumers = dataflow_edges(self._steps)
         blocking = [registry.lookup(n.op) for n in order if registry.lookup(n.op).blocking]
         self.may_block = bool(blocking)
         # Every wait is one a run can be parked for (a tensor, a queue, an accumulator).
@@ -448,33 +395,6 @@ def _store(step, vals, out):
             vals[step.out + i] = out[i]
 
 
-def _note_last_uses(steps, kept):
-    """Sets each step's `frees`: the slots (but `kept`) whose last consumer it is."""
-    last_use = {}
-    for step in steps:
-        for i in step.inputs:
-            if i >= 0:
-                last_use[i] = step
-    for slot, step in last_use.items():
-        if slot not in kept:
-            step.frees += (slot,)
-
-
-def _dataflow_edges(steps):
-    """Each step's producers (of its data inputs, and its control inputs) and consumers, by
-    index: what a run that had to defer some steps follows."""
-    producer = {}
-    for step in steps:
-        for i in range(step.n_out):
-            producer[step.out + i] = step.index
-    producers = [tuple({producer[i] for i in s.inputs if i in producer} | set(s.controls)) for s in steps]
-    consumers = [[] for _ in steps]
-    for step in steps:
-        for p in producers[step.index]:
-            consumers[p].append(step.index)
-    return producers, consumers
-
-
 class PlanRun:
     """One run of an `ExecutionPlan`, advanced as far as it goes without waiting.
 
@@ -598,81 +518,11 @@ class PlanRun:
         self.waiting = still
 
 
-def prune_and_sort(by_name, fed, fetches, targets):
-    """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first."""
-    needed, order, visiting = set(), [], set()
-    stack = [(_split_input(f)[0], False) for f in fetches if f not in fed]
-    stack += [(t, False) for t in targets]
-    stack.reverse()
-    while stack:
-        name, expanded = stack.pop()
-        if expanded:
-            visiting.discard(name)
-            if name not in needed:
-                needed.add(name)
-                order.append(by_name[name])
-            continue
-        if name in needed:
-            continue
-        if name in visiting:
-            raise errors.InvalidArgumentError(name, None, f"graph has a cycle through node {name!r}")
-        node = by_name.get(name)
-        if node is None:
-            raise errors.InvalidArgumentError(name, None, f"input node {name!r} is not in the graph")
-        visiting.add(name)
-        stack.append((name, True))
-        refs = {pos for pos, _, _ in registry.ref_inputs(node)}
-        for pos, inp in enumerate(node.data_inputs):
-            if _canon(inp) in fed or pos in refs:
-                continue  # fed tensors cut the graph; ref inputs need the variable, not its value
-            dep = _split_input(inp)[0]
-            if dep not in needed:
-                stack.append((dep, False))
-        for c in node.control_inputs:
-            if c not in needed and not _fed_placeholder(by_name.get(c), fed):
-                stack.append((c, False))
-    return order
-
-
-_PLACEHOLDERS = ("Placeholder", "PlaceholderV2")
-
-
-def _fed_placeholder(node, fed):
-    """A placeholder whose value is fed: a control edge from it is satisfied by the feed (TF's
-    rewrite moves such edges to the feed), instead of running the placeholder, which would fail."""
-    return node is not None and node.op in _PLACEHOLDERS and f"{node.name}:0" in fed
-
-
-def _ref_resource(node, pos, src, kind, by_name):
-    """``(kind, creator node)`` of ref input `pos` of `node`, checked against its creator."""
-    creator = by_name.get(src)
-    if creator is None:
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"ref input {pos} of {node.op} node {node.name!r} names {src!r}, not in the graph",
-        )
-    creates = registry.lookup(creator.op, None)
-    creates = creates.creates if creates is not None else None
-    if creates is not None and creates is not kind:
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"ref input {pos} of {node.op} node {node.name!r} takes a {kind.name} resource, but "
-            f"its input {creator.name!r} ({creator.op}) creates a {creates.name}",
-        )
-    return kind, creator
-
-
 def _said(out, n_out):
     """A watched op's scalar result worth showing (an accepted flag, a size), else None."""
     if n_out == 1 and getattr(out, "ndim", None) == 0 and out.dtype.kind in "biu":
         return out.item()
     return None
-
-
-def _canon(name):
-    return name if ":" in name else f"{name}:0"
 
 
 def _where(node, ctx):

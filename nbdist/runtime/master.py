@@ -28,9 +28,10 @@ from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer
-from nbdist.runtime.executor import check_fed_value, prune_and_sort
+from nbdist.runtime.executor import check_fed_value
 from nbdist.runtime.net.serving import DEFERRED, Rpc
 from nbdist.runtime.partition import partition
+from nbdist.runtime.plan_compiler import prune_and_sort
 from nbdist.runtime.worker import LocalWorker, RemoteWorker, graph_handle_incarnation
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
