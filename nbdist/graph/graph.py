@@ -1,10 +1,9 @@
-"""Recording a dataflow graph: `Graph`, `Operation`, `Tensor`, scopes and collections.
+"""Recording a dataflow graph: `Graph`, `Operation`, scopes, collections, the default graph.
 
 Nothing here runs anything. Building ops only appends `Operation`s to a `Graph`,
 each with the device that was *requested* for it (``op.device``) by the enclosing
 `tf.device` scopes and device functions; the master decides the final placement.
-Operators such as ``a + b`` are installed on `Tensor` by `nbdist.ops` (this module
-imports no op).
+An op's outputs are `Tensor`s (`nbdist.graph.tensor`); this module imports no op.
 """
 
 import contextlib
@@ -14,8 +13,11 @@ import sys
 import threading
 
 from nbdist.graph import device as pydev
-from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.tensor_shape import as_shape
+from nbdist.graph.default_session import (
+    get_default_session as get_default_session,  # noqa: PLC0414 - re-exported for nbdist/__init__.py
+)
+from nbdist.graph.default_session import run_with_session
+from nbdist.graph.tensor import Tensor
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 # nbdist's own directory, separator included (``.../nbdist_tools/`` is not in it); spelled as
@@ -43,85 +45,6 @@ class GraphKeys:
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     METRIC_VARIABLES = "metric_variables"
     VARIABLES = GLOBAL_VARIABLES
-
-
-class Tensor:
-    """One output of an `Operation`: a symbolic handle with a dtype and a static shape."""
-
-    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
-
-    # Make numpy defer to Tensor's reflected operators (np_array + tensor).
-    __array_priority__ = 100
-
-    def __init__(self, op, value_index, dtype, shape):
-        self._op = op
-        self._value_index = value_index
-        self._dtype = _dtypes.as_dtype(dtype)
-        self._shape = as_shape(shape)
-
-    @property
-    def op(self):
-        return self._op
-
-    @property
-    def value_index(self):
-        return self._value_index
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def graph(self):
-        return self._op.graph
-
-    @property
-    def name(self):
-        return f"{self._op.name}:{self._value_index}"
-
-    @property
-    def device(self):
-        return self._op.device
-
-    @property
-    def shape(self):
-        return self._shape
-
-    def get_shape(self):
-        return self._shape
-
-    def set_shape(self, shape):
-        self._shape = self._shape.merge_with(shape)
-
-    def consumers(self):
-        return [op for op in self.graph.get_operations() if self in op.inputs]
-
-    def eval(self, feed_dict=None, session=None):
-        """Runs this tensor in `session` (default: the default session)."""
-        return _run_with_session(session, self, feed_dict, "Tensor.eval()")
-
-    def __repr__(self):
-        return f"<nbdist.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
-
-    __str__ = __repr__
-
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):  # TF 1.x: identity; use tf.equal for values
-        return self is other
-
-    def __bool__(self):
-        raise TypeError(
-            f"using a tf.Tensor ({self.name}) as a Python bool is not allowed: its value is "
-            "only known when a Session runs it; use tf.cond-free logic or run it first"
-        )
-
-    def __iter__(self):
-        raise TypeError(f"tensor {self.name} is not iterable while recording a graph")
-
-    def __len__(self):
-        raise TypeError(f"len() of a symbolic tensor ({self.name}) is not defined; use .shape")
 
 
 class Operation:
@@ -192,7 +115,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Runs this op in `session` (default: the default session)."""
-        _run_with_session(session, self, feed_dict, "Operation.run()")
+        run_with_session(session, self, feed_dict, "Operation.run()")
 
     def __repr__(self):
         dev = f" device={self._device}" if self._device else ""
@@ -605,47 +528,6 @@ def reset_default_graph():
             "reset_default_graph() called inside a `with graph.as_default()` block; leave the block first"
         )
     _global_default[0] = Graph()
-
-
-# -- default session (set by the runtime; the graph layer only keeps the slot) ---------------
-_session_state = threading.local()
-
-
-def _default_session_stack():
-    stack = getattr(_session_state, "stack", None)
-    if stack is None:
-        stack = _session_state.stack = []
-    return stack
-
-
-@contextlib.contextmanager
-def default_session(session):
-    """Makes `session` this thread's default session (what `Tensor.eval()` and
-    `Operation.run()` use) for the ``with`` block; `Session.as_default()` returns this."""
-    stack = _default_session_stack()
-    stack.append(session)
-    try:
-        yield session
-    finally:
-        if stack and stack[-1] is session:
-            stack.pop()
-
-
-def get_default_session():
-    stack = _default_session_stack()
-    return stack[-1] if stack else None
-
-
-def _run_with_session(session, fetch, feed_dict, what):
-    session = session or get_default_session()
-    if session is None:
-        raise ValueError(
-            f"{what} needs a session: pass session=..., run it inside `with sess.as_default():` "
-            "or `with tf.Session() as sess:`, or use tf.InteractiveSession()"
-        )
-    if session.graph is not fetch.graph:
-        raise ValueError(f"{what}: the session's graph is not the graph of {fetch.name!r}")
-    return session.run(fetch, feed_dict=feed_dict)
 
 
 # -- module-level conveniences (TF's tf.name_scope, tf.device, ...) --------------------------

@@ -361,7 +361,7 @@ class Variable:
         return self._snapshot.eval(session=session)
 
     def load(self, value, session=None):
-        from nbdist.graph.graph import get_default_session  # noqa: PLC0415
+        from nbdist.graph.default_session import get_default_session  # noqa: PLC0415
 
         session = session or get_default_session()
         session.run(self._initializer_op, feed_dict={self._initializer_op.inputs[1]: value})

@@ -19,7 +19,8 @@ import unittest
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph.graph import Tensor, get_default_graph, get_default_session, reset_default_graph
+from nbdist.graph.default_session import get_default_session
+from nbdist.graph.graph import Tensor, get_default_graph, reset_default_graph
 from nbdist.ops.random_ops import DEFAULT_GRAPH_SEED, set_random_seed
 from nbdist.runtime.session import Session
 

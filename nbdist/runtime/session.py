@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph.graph import default_session, get_default_graph
+from nbdist.graph.default_session import default_session
+from nbdist.graph.graph import get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime import threads

@@ -13,7 +13,8 @@ import threading
 import weakref
 
 from nbdist import errors
-from nbdist.graph.graph import GraphKeys, get_default_graph, get_default_session
+from nbdist.graph.default_session import get_default_session
+from nbdist.graph.graph import GraphKeys, get_default_graph
 
 _log = logging.getLogger(__name__)
 
