@@ -8,6 +8,7 @@ A TF name nbdist does not support raises an `AttributeError` that says so.
 from nbdist import errors
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
+from nbdist._widget_names import TF_WIDGETS as _TF_WIDGETS  # names only: no notebook code
 from nbdist.export.from_tf import import_graph_def  # nbdist's, also taking TF's GraphDef protos
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (
@@ -108,11 +109,7 @@ _NOTEBOOK_NAMES = {
     "report_trace": "nbdist.notebook.event_stream",
     "load_ipython_extension": "nbdist.notebook.magics",
     "unload_ipython_extension": "nbdist.notebook.magics",
-    "show_graph": "nbdist.notebook.widgets",
-    "show_placement": "nbdist.notebook.widgets",
-    "show_timeline": "nbdist.notebook.widgets",
-    "Dashboard": "nbdist.notebook.widgets",
-    "Playground": "nbdist.notebook.widgets",
+    **dict.fromkeys(_TF_WIDGETS, "nbdist.notebook.widgets"),
     "export_chrome_trace": "nbdist.notebook.trace",
 }
 # nbdist's own names beside TF's (tests/test_facade.py checks that every other name is TF's).

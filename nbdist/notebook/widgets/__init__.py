@@ -1,42 +1,25 @@
 """Widgets that show the distribution: graph, placement, step timeline, live dashboard.
 
-Each is an ipywidgets 8 composite in its own module, loaded on first use:
+Each is an ipywidgets 8 composite in its own module, loaded on first use; their names, and
+which of them ``tf.*`` offers too, are listed once, in `nbdist._widget_names`.
+`ClusterStatusView` (cluster_status.py), a `LocalCluster`'s live status table, is made by
+`LocalCluster.status_view()`.
 
-- `show_graph` / `GraphView` (graph_view.py): requested or placed & partitioned graph;
-- `show_placement` / `PlacementView` (placement_view.py): which task holds what;
-- `show_timeline` / `TimelineView` (timeline.py): one traced step across tasks;
-- `Dashboard` (dashboard.py): live training metrics per replica;
-- `ClusterStatusView` (cluster_status.py): a `LocalCluster`'s live status table;
-- `Playground` (playground.py): choose a cluster and a replication mode, train, compare runs.
-
-Data and drawing live in `nbdist.notebook.render` and `nbdist.notebook.trace`; the widgets
-only set widget state. Every view also carries a static SVG/PNG/HTML in its display
-bundle, which is what nbviewer, GitHub and other frontends without widgets show; without
-ipywidgets the ``show_*`` functions return that static view directly.
+Data and drawing live in `nbdist.notebook.render`, `placement_chart`, `dashboard_plot` and
+`trace`; the widgets only set widget state. Every view also carries a static SVG/PNG/HTML in
+its display bundle, which is what nbviewer, GitHub and other frontends without widgets show;
+without ipywidgets the ``show_*`` functions return that static view directly.
 """
 
 import base64
-import importlib
 
-_EXPORTS = {
-    "show_graph": "graph_view",
-    "GraphView": "graph_view",
-    "show_placement": "placement_view",
-    "PlacementView": "placement_view",
-    "show_timeline": "timeline",
-    "TimelineView": "timeline",
-    "Dashboard": "dashboard",
-    "Playground": "playground",
-    "StaticView": None,
-}
-__all__ = list(_EXPORTS)
+from nbdist._facade import lazy_names
+from nbdist._widget_names import TF_WIDGETS, VIEWS
 
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+_MODULES = {name: f"{__name__}.{module}" for name, module in {**TF_WIDGETS, **VIEWS}.items()}
+__all__ = list(_MODULES)
+__all__ += ["StaticView"]
+__getattr__ = lazy_names(__name__, _MODULES)
 
 
 def ipywidgets_or_none():

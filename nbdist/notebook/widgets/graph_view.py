@@ -29,6 +29,13 @@ def _frame(svg, fit):
     return f'<div style="{style}">{svg}</div>'
 
 
+def _model(source, fetch):
+    """``(model, fetch)`` both forms of `show_graph` draw: a Tensor or Operation `source`
+    means its graph, only what it needs."""
+    source, fetch = gm.split_fetch(source, fetch)
+    return gm.graph_model(source), fetch
+
+
 def _summary(model, collapse, fetch):
     tasks = [t for t in model.tasks() if t]
     n_ops = sum(n.op not in gm.TRANSFER_OPS for n in model.nodes)
@@ -52,8 +59,7 @@ class GraphView(_VBox):
     def __init__(self, source, fetch=None, collapse=None, expanded=(), title=None):
         if _w is None:
             raise ImportError("GraphView needs ipywidgets: pip install ipywidgets (or use show_graph)")
-        source, fetch = gm.split_fetch(source, fetch)
-        self.model = gm.graph_model(source)
+        self.model, fetch = _model(source, fetch)
         fetch_name = gm.fetch_name(fetch) if fetch is not None else ""
         if fetch_name:
             self.model.needed(fetch_name)  # a bad fetch fails here, before any widget exists
@@ -153,8 +159,7 @@ def show_graph(source, fetch=None, collapse=None, expanded=(), title=None):
     """
     if _w is not None:
         return GraphView(source, fetch=fetch, collapse=collapse, expanded=expanded, title=title)
-    source, fetch = gm.split_fetch(source, fetch)
-    model = gm.graph_model(source)
+    model, fetch = _model(source, fetch)
     drawing = render.draw_graph(model, fetch, collapse, expanded, title)
     return StaticView(
         f"<nbdist graph: {model.mode}, {len(model.nodes)} nodes>",

@@ -28,6 +28,13 @@ def _header(model, rows):
     )
 
 
+def _picture(source):
+    """``(model, rows, png)``: what both forms of `show_placement` show of `source`."""
+    model = gm.graph_model(source)
+    rows = placement_chart.placement_summary(model)
+    return model, rows, png_writer.figure_png(placement_chart.placement_figure(rows))
+
+
 class PlacementView(_VBox):
     """Per-task table and bar chart of a graph's placement (see `show_placement`)."""
 
@@ -36,9 +43,7 @@ class PlacementView(_VBox):
             raise ImportError(
                 "PlacementView needs ipywidgets: pip install ipywidgets (or use show_placement)"
             )
-        self.model = gm.graph_model(source)
-        self.rows = placement_chart.placement_summary(self.model)
-        self.png = png_writer.figure_png(placement_chart.placement_figure(self.rows))
+        self.model, self.rows, self.png = _picture(source)
         self.header = _w.HTML(_header(self.model, self.rows))
         self.table = _w.HTML(placement_chart.placement_html(self.rows))
         self.chart = _w.Image(value=self.png, format="png")
@@ -82,9 +87,7 @@ def show_placement(source):
     """
     if _w is not None:
         return PlacementView(source)
-    model = gm.graph_model(source)
-    rows = placement_chart.placement_summary(model)
-    png = png_writer.figure_png(placement_chart.placement_figure(rows))
+    model, rows, png = _picture(source)
     return StaticView(
         f"<nbdist placement of {len(rows)} tasks>", png=png, html=_static_html(model, rows, png)
     )

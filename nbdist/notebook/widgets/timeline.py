@@ -27,16 +27,21 @@ def _header(events):
     )
 
 
+def _picture(run_metadata, width_px):
+    """``(events, svg)``: what both forms of `show_timeline` show of one traced step."""
+    events = trace.step_events(run_metadata)
+    return events, trace.timeline_svg(events, width_px=width_px)
+
+
 class TimelineView(_VBox):
     """The timeline of one traced step with a zoom slider (see `show_timeline`)."""
 
     def __init__(self, run_metadata, width_px=1000):
         if _w is None:
             raise ImportError("TimelineView needs ipywidgets: pip install ipywidgets (or use show_timeline)")
-        self.events = trace.step_events(run_metadata)
+        self.events, self.svg = _picture(run_metadata, width_px)
         self._width_px = width_px
         total_ms = max([(s["end_s"] - self.events["t0"]) * 1e3 for s in self.events["spans"]] + [0.001])
-        self.svg = trace.timeline_svg(self.events, width_px=width_px)
         self.header = _w.HTML(_header(self.events))
         self.window = _w.FloatRangeSlider(
             value=(0.0, total_ms),
@@ -93,5 +98,5 @@ def show_timeline(run_metadata, width_px=1000):
     """
     if _w is not None:
         return TimelineView(run_metadata, width_px)
-    events = trace.step_events(run_metadata)
-    return StaticView(f"<nbdist timeline of {len(events['tasks'])} tasks>", svg=trace.timeline_svg(events))
+    events, svg = _picture(run_metadata, width_px)
+    return StaticView(f"<nbdist timeline of {len(events['tasks'])} tasks>", svg=svg)
