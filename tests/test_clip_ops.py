@@ -17,10 +17,7 @@ def _run(fetches, lib=tf):
         return sess.run(fetches)
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_clip_by_value_clips_both_sides():

@@ -18,11 +18,7 @@ from nbdist.graph.device import (
     task_prefix,
 )
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 # -- DeviceSpec: parsing ------------------------------------------------------------------------
@@ -398,11 +394,6 @@ def test_seed_example_trains_in_a_local_session_ignoring_devices(graph):
 
 
 # -- parity with TensorFlow itself --------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
 def _nested_scopes_program(t):
     """The same scope program in nbdist or TF; returns [(op name, device)]."""
     g = t.Graph()

@@ -200,11 +200,6 @@ def test_the_placer_puts_setter_placed_variables_on_their_ps():
 
 
 # -- against real TensorFlow ---------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_placements_match_tensorflow(tf1, name):

@@ -1,7 +1,6 @@
 """The `import nbdist as tf` facade: TF 1.x names at TF's paths, and a clear error for the rest."""
 
 import importlib.metadata
-import os
 import types
 
 import pytest
@@ -85,13 +84,6 @@ def _public_names(namespace):
         for n in dir(namespace)
         if not n.startswith("_") and not isinstance(getattr(namespace, n), types.ModuleType)
     }
-
-
-@pytest.fixture(scope="module")
-def tf1():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    tensorflow = pytest.importorskip("tensorflow")
-    return tensorflow.compat.v1
 
 
 @pytest.mark.tf

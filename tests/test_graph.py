@@ -9,11 +9,7 @@ import pytest
 import nbdist as tf
 from nbdist.graph.graph import is_user_code
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _names(graph):

@@ -15,11 +15,7 @@ from nbdist.graph.graph_def import (
 )
 from nbdist.graph.tensor_shape import TensorShape
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _build_everything(graph):

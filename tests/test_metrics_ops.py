@@ -6,11 +6,7 @@ import pytest
 
 import nbdist as tf
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_mean_accumulates_over_batches():

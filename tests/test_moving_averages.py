@@ -9,15 +9,7 @@ import nbdist as tf
 W0 = np.array([1.0, -2.0, 0.5], np.float32)
 
 
-@pytest.fixture
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _run_both(tf1, program, steps=4):

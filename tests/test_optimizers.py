@@ -11,10 +11,7 @@ TARGET = np.array([3.0, 1.0, -1.0])
 SCALE = np.array([1.0, 0.5, 2.0])
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _quadratic():

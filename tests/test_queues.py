@@ -16,13 +16,6 @@ import nbdist as tf
 from procs import ServerProcs, cluster_dict
 
 
-@pytest.fixture
-def graph():
-    g = tf.Graph()
-    with g.as_default():
-        yield g
-
-
 def _in_thread(fn):
     box = {}
 
@@ -307,11 +300,6 @@ def test_accumulator_checks_the_gradient_shape(graph):
 
 
 # -- against real TensorFlow -----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
 def _queue_program(lib):
     g = lib.Graph()
     out = []

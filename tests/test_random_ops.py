@@ -27,12 +27,6 @@ def _same(xs, ys):
     return all(np.array_equal(x, y) for x, y in zip(np.concatenate(xs), np.concatenate(ys)))
 
 
-@pytest.fixture
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def test_random_normal_statistics_and_dtype(graph):
     x = tf.random_normal([20000], mean=2.0, stddev=3.0, dtype=tf.float64, seed=1)
     assert x.dtype == tf.float64 and x.shape.as_list() == [20000]

@@ -21,12 +21,6 @@ from procs import free_port
 LAST_STEP = 12
 
 
-@pytest.fixture
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def test_a_local_trace_shows_the_queue_lane_with_its_size(graph):
     q = tf.FIFOQueue(3, tf.float32, shapes=[[]], name="q")
     enqueue, dequeue = q.enqueue_many([[1.0, 2.0]]), q.dequeue()

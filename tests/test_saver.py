@@ -284,11 +284,6 @@ def test_state_file_quotes_round_trip(tmp_path):
 
 
 # -- real TensorFlow reads nbdist's state file, and nbdist reads TF's ------------------------------
-@pytest.fixture(scope="module")
-def tf1():
-    return pytest.importorskip("tensorflow").compat.v1
-
-
 @pytest.mark.tf
 def test_real_tf_reads_nbdist_state_file(tf1, tmp_path):
     _model()

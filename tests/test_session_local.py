@@ -14,10 +14,7 @@ from nbdist.runtime.session import LOCAL_DEVICE
 Pair = collections.namedtuple("Pair", ["first", "second"])
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 @pytest.fixture

@@ -13,15 +13,7 @@ TABLE = np.arange(40, dtype=np.float32).reshape(10, 4) / 10.0
 IDS = np.array([[7, 2, 7], [0, 9, 3]], dtype=np.int32)  # a repeated id on purpose
 
 
-@pytest.fixture
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _run_both(tf1, program):

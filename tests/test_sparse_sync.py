@@ -14,15 +14,7 @@ SCRIPT = str(Path(__file__).parent / "train_scripts" / "sync_embedding.py")
 TABLE = np.arange(40, dtype=np.float32).reshape(10, 4) / 10.0
 
 
-@pytest.fixture
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_sparse_accumulator_merges_and_averages_rows_as_tf(tf1):

@@ -24,12 +24,6 @@ ONE_HOT = np.eye(3)[LABELS]
 POSITIVE = np.abs(X) + 0.5
 
 
-@pytest.fixture(scope="module")
-def tf1():
-    """``tensorflow.compat.v1`` (graph mode is used through explicit `Graph`s and `Session`s)."""
-    return pytest.importorskip("tensorflow").compat.v1
-
-
 def _run(lib, build, steps=0):
     """Builds ``build(lib) -> (fetches, train_op)`` in a new graph; runs `steps` train steps, then fetches."""
     graph = lib.Graph()

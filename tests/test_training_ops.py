@@ -10,11 +10,7 @@ from nbdist.graph.graph_def import node_def_of
 from nbdist.ops import registry, training_ops
 from nbdist.ops.resources import VariableResource
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _initialized(sess, *variables):

@@ -5,11 +5,7 @@ import pytest
 
 import nbdist as tf
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_get_or_create_global_step_makes_an_int64_scalar_named_global_step():

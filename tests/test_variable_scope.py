@@ -10,13 +10,6 @@ import nbdist as tf
 from procs import kernel_env
 
 
-@pytest.fixture
-def graph():
-    g = tf.Graph()
-    with g.as_default():
-        yield g
-
-
 def test_names_follow_the_variable_scope_not_name_scopes(graph):
     with tf.name_scope("outer"), tf.variable_scope("layer1"):
         w = tf.get_variable("w", [3, 2])
@@ -258,11 +251,6 @@ def test_partitioners_match_tensorflow(tf1, shape, dtype, make):
 
 
 # -- against real TensorFlow ---------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tf1(tf1_graph_mode):
-    return tf1_graph_mode
-
-
 def _scoped_model(lib):
     """A tutorial-style model; returns the variables' names and shapes and a few op names."""
     graph = lib.Graph()
