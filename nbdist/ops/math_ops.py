@@ -1,8 +1,19 @@
-"""Elementwise and matrix math: constructor, shape, kernel and gradient side by side.
+"""TF's math_ops names. Binary elementwise math is one table here, one row per op::
 
-Also installs the arithmetic operators on `Tensor` (``a + b``, ``a @ b``, ``-a``...).
-Binary ops broadcast as numpy does; their gradients are summed back to each
-input's shape by `SumToShape` (so broadcasting works with unknown static shapes).
+    add = _binary_op("Add", np.add, _add_grad, "add")
+
+registers the op's shape (inputs of one dtype, broadcast as numpy does), its numpy kernel
+and its gradient (None: not differentiable) and returns its tf function
+``add(x, y, name=None)``. A row without a function name only registers the op: its tf
+functions are written by hand below the table (`truediv` casts integers first). Each
+gradient is summed back to its input's shape by `sum_to_shape` (so broadcasting works with
+unknown static shapes). Also `tf.add_n` and `tf.range`.
+
+The rest of tf's math lives by responsibility beside this module, and is re-exported here
+(``math_ops.cast``, ``tf.cast``): `unary_ops` (the unary table, `relu`, `identity`),
+`cast_select_ops` (`cast`, `zeros_like`, `where`), `matmul_ops`, `broadcast_ops`
+(`sum_to_shape`). This module installs `Tensor`'s arithmetic operators (``a + b``,
+``a @ b``, ``-a``...).
 """
 
 import builtins
@@ -14,11 +25,43 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
-from nbdist.ops._shapes import broadcast_shape, same_as_input
+from nbdist.ops._shapes import broadcast_shape
+from nbdist.ops.broadcast_ops import broadcast_to_like, sum_to_shape
+from nbdist.ops.cast_select_ops import cast, ones_like, to_float, where, zeros_like
 from nbdist.ops.constant_op import convert_n, convert_to_tensor
+from nbdist.ops.matmul_ops import matmul
+from nbdist.ops.unary_ops import (
+    abs,  # noqa: A004 - TF's public name tf.abs
+    exp,
+    floor,
+    identity,
+    log,
+    log1p,
+    negative,
+    reciprocal,
+    relu,
+    sigmoid,
+    sign,
+    softplus,
+    sqrt,
+    square,
+    stop_gradient,
+    tanh,
+)
+from nbdist.ops.unary_ops import relu_backprop as _relu_backprop  # noqa: F401 - tests/test_gradients.py's name
+
+# The tf names (`nbdist/__init__.py` exports them as tf.*): this module's, then those it re-exports.
+__all__ = ["add", "add_n", "div_no_nan", "divide", "equal", "floordiv", "floormod", "greater"]
+__all__ += ["greater_equal", "less", "less_equal", "maximum", "minimum", "mod", "multiply", "not_equal"]
+__all__ += ["pow", "range", "squared_difference", "subtract", "truediv"]
+__all__ += ["broadcast_to_like", "sum_to_shape"]  # broadcast_ops
+__all__ += ["cast", "ones_like", "to_float", "where", "zeros_like"]  # cast_select_ops
+__all__ += ["matmul"]  # matmul_ops
+__all__ += ["abs", "exp", "floor", "identity", "log", "log1p", "negative", "reciprocal"]  # unary_ops
+__all__ += ["relu", "sigmoid", "sign", "softplus", "sqrt", "square", "stop_gradient", "tanh"]
 
 
-# -- binary elementwise -------------------------------------------------------------------
+# -- binary elementwise: shapes, kernels, gradients -----------------------------------------------
 def _binary_shape(inputs, attrs):
     x, y = inputs
     if x.dtype != y.dtype:
@@ -39,94 +82,35 @@ def _binary(op_type, x, y, name):
     return registry.make_op(op_type, [x, y], name=name).outputs[0]
 
 
-def sum_to_shape(grad, like):
-    """`grad` summed over the axes that broadcasting added to `like`'s shape."""
-    if grad is None:
+def _binary_op(op_type, numpy_fn, gradient, function=None, doc=None, *, kernel=None, shape=_binary_shape):
+    """Registers `op_type`: `shape`, kernel ``numpy_fn(x, y)`` (or `kernel`, a registry kernel)
+    and `gradient` (None: not differentiable).
+
+    Returns:
+        the tf function ``function(x, y, name=None)`` with docstring `doc`; None without `function`.
+    """
+    registry.shape(op_type)(shape)
+    registry.kernel(op_type)(kernel or (lambda ctx, node, x, y: numpy_fn(x, y)))
+    if gradient is None:
+        registry.no_gradient(op_type)
+    else:
+        registry.gradient(op_type)(gradient)
+    if function is None:
         return None
-    if grad.shape.ndims is not None and grad.shape == like.shape and like.shape.is_fully_defined():
-        return grad
-    return registry.make_op("SumToShape", [grad, like]).outputs[0]
+
+    def constructor(x, y, name=None):
+        return _binary(op_type, x, y, name)
+
+    constructor.__name__ = constructor.__qualname__ = function
+    constructor.__doc__ = doc
+    return constructor
 
 
-registry.shape("SumToShape")(lambda inputs, attrs: [(inputs[0].dtype, inputs[1].shape)])
+def _comparison_op(op_type, numpy_fn, function):
+    """A comparison: a bool output, not differentiable."""
+    return _binary_op(op_type, numpy_fn, None, function, shape=_bool_binary_shape)
 
 
-@registry.kernel("SumToShape")
-def _sum_to_shape_kernel(ctx, node, grad, like):
-    target = np.shape(like)
-    if grad.shape == target:
-        return grad
-    extra = grad.ndim - len(target)
-    # (np.add.reduce is what ndarray.sum calls, without its Python wrapper)
-    out = np.add.reduce(grad, axis=0 if extra == 1 else tuple(builtins.range(extra))) if extra > 0 else grad
-    if out.shape == target:  # (a bias's gradient: the leading axes summed, nothing else)
-        return out
-    axes = tuple(i for i, d in enumerate(target) if d == 1 and out.shape[i] != 1)
-    if axes:
-        out = np.add.reduce(out, axis=axes, keepdims=True)
-    return out.reshape(target)
-
-
-@registry.gradient("SumToShape")
-def _sum_to_shape_grad(op, grad):
-    return [broadcast_to_like(grad, op.inputs[0]), None]
-
-
-def broadcast_to_like(x, like):
-    return registry.make_op("BroadcastToLike", [x, like]).outputs[0]
-
-
-registry.shape("BroadcastToLike")(lambda inputs, attrs: [(inputs[0].dtype, inputs[1].shape)])
-
-
-@registry.kernel("BroadcastToLike")
-def _broadcast_to_like_kernel(ctx, node, x, like):
-    out = np.empty(np.shape(like), np.result_type(x))  # (np.copyto broadcasts as np.broadcast_to does)
-    np.copyto(out, x)
-    return out
-
-
-@registry.gradient("BroadcastToLike")
-def _broadcast_to_like_grad(op, grad):
-    return [sum_to_shape(grad, op.inputs[0]), None]
-
-
-for _t in (
-    "Add",
-    "Sub",
-    "Mul",
-    "RealDiv",
-    "DivNoNan",
-    "FloorDiv",
-    "FloorMod",
-    "Pow",
-    "Maximum",
-    "Minimum",
-    "SquaredDifference",
-):
-    registry.shape(_t)(_binary_shape)
-registry.no_gradient("FloorDiv")  # as in TF: a floor has no useful gradient
-for _t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
-    registry.shape(_t)(_bool_binary_shape)
-    registry.no_gradient(_t)
-
-registry.kernel("Add")(lambda ctx, node, x, y: np.add(x, y))
-registry.kernel("Sub")(lambda ctx, node, x, y: np.subtract(x, y))
-registry.kernel("Mul")(lambda ctx, node, x, y: np.multiply(x, y))
-registry.kernel("FloorDiv")(lambda ctx, node, x, y: np.floor_divide(x, y))
-registry.kernel("FloorMod")(lambda ctx, node, x, y: np.mod(x, y))  # the sign of y, as TF's floormod
-registry.kernel("Maximum")(lambda ctx, node, x, y: np.maximum(x, y))
-registry.kernel("Minimum")(lambda ctx, node, x, y: np.minimum(x, y))
-registry.kernel("SquaredDifference")(lambda ctx, node, x, y: np.square(x - y))
-registry.kernel("Equal")(lambda ctx, node, x, y: np.equal(x, y))
-registry.kernel("NotEqual")(lambda ctx, node, x, y: np.not_equal(x, y))
-registry.kernel("Less")(lambda ctx, node, x, y: np.less(x, y))
-registry.kernel("LessEqual")(lambda ctx, node, x, y: np.less_equal(x, y))
-registry.kernel("Greater")(lambda ctx, node, x, y: np.greater(x, y))
-registry.kernel("GreaterEqual")(lambda ctx, node, x, y: np.greater_equal(x, y))
-
-
-@registry.kernel("RealDiv")
 def _div_kernel(ctx, node, x, y):
     dtype = np.asarray(x).dtype
     if not np.issubdtype(dtype, np.floating):  # TF registers RealDiv for floats only
@@ -139,49 +123,42 @@ def _div_kernel(ctx, node, x, y):
     return np.divide(x, y)
 
 
-@registry.kernel("DivNoNan")
-def _div_no_nan_kernel(ctx, node, x, y):
+def _safe_divide(x, y):
     x, y = np.asarray(x), np.asarray(y)
     safe_y = np.where(y == 0, np.ones((), dtype=y.dtype), y)
     return np.where(y == 0, np.zeros((), dtype=x.dtype), np.divide(x, safe_y)).astype(x.dtype, copy=False)
 
 
-@registry.kernel("Pow")
-def _pow_kernel(ctx, node, x, y):
-    return np.power(x, y)
-
-
-@registry.gradient("Add")
 def _add_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(grad, x), sum_to_shape(grad, y)]
 
 
-@registry.gradient("Sub")
 def _sub_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(grad, x), sum_to_shape(-grad, y)]
 
 
-@registry.gradient("Mul")
 def _mul_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(grad * y, x), sum_to_shape(grad * x, y)]
 
 
-@registry.gradient("RealDiv")
 def _div_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(grad / y, x), sum_to_shape(-grad * x / (y * y), y)]
 
 
-@registry.gradient("DivNoNan")
 def _div_no_nan_grad(op, grad):
     x, y = op.inputs
     return [sum_to_shape(div_no_nan(grad, y), x), sum_to_shape(grad * div_no_nan(div_no_nan(-x, y), y), y)]
 
 
-@registry.gradient("Pow")
+def _floormod_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(grad, x), sum_to_shape(grad * negative(floordiv(x, y)), y)]
+
+
 def _pow_grad(op, grad):
     x, y = op.inputs
     z = op.outputs[0]
@@ -191,13 +168,6 @@ def _pow_grad(op, grad):
     return [sum_to_shape(gx, x), sum_to_shape(gy, y)]
 
 
-@registry.gradient("SquaredDifference")
-def _squared_difference_grad(op, grad):
-    x, y = op.inputs
-    d = grad * 2.0 * (x - y)
-    return [sum_to_shape(d, x), sum_to_shape(-d, y)]
-
-
 def _minmax_grad(op, grad, select):
     x, y = op.inputs
     mask = select(x, y)
@@ -205,21 +175,46 @@ def _minmax_grad(op, grad, select):
     return [sum_to_shape(where(mask, grad, zeros), x), sum_to_shape(where(mask, zeros, grad), y)]
 
 
-registry.gradient("Maximum")(lambda op, grad: _minmax_grad(op, grad, greater_equal))
-registry.gradient("Minimum")(lambda op, grad: _minmax_grad(op, grad, less_equal))
+def _squared_difference_grad(op, grad):
+    x, y = op.inputs
+    d = grad * 2.0 * (x - y)
+    return [sum_to_shape(d, x), sum_to_shape(-d, y)]
 
 
-def add(x, y, name=None):
-    return _binary("Add", x, y, name)
+# -- the table: op type, numpy kernel, gradient, tf function --------------------------------------
+add = _binary_op("Add", np.add, _add_grad, "add")
+subtract = _binary_op("Sub", np.subtract, _sub_grad, "subtract")
+multiply = _binary_op("Mul", np.multiply, _mul_grad, "multiply")
+_binary_op("RealDiv", None, _div_grad, kernel=_div_kernel)  # truediv(), divide(): integers cast first
+_binary_op("DivNoNan", _safe_divide, _div_no_nan_grad)  # div_no_nan(): floats only
+floordiv = _binary_op(  # (no gradient, as in TF: a floor has no useful gradient)
+    "FloorDiv",
+    np.floor_divide,
+    None,
+    "floordiv",
+    doc="``x // y`` elementwise: the floor of the quotient, in the inputs' dtype (TF's floordiv).",
+)
+floormod = _binary_op(  # (np.mod: the sign of y, as TF's floormod)
+    "FloorMod",
+    np.mod,
+    _floormod_grad,
+    "floormod",
+    doc="``x - floordiv(x, y) * y`` elementwise (the result has the sign of `y`; TF's floormod, ``%``).",
+)
+pow = _binary_op("Pow", np.power, _pow_grad, "pow")  # noqa: A001 - TF's public name tf.pow
+maximum = _binary_op("Maximum", np.maximum, lambda op, grad: _minmax_grad(op, grad, greater_equal), "maximum")
+minimum = _binary_op("Minimum", np.minimum, lambda op, grad: _minmax_grad(op, grad, less_equal), "minimum")
+squared_difference = _binary_op(
+    "SquaredDifference", lambda x, y: np.square(x - y), _squared_difference_grad, "squared_difference"
+)
+equal = _comparison_op("Equal", np.equal, "equal")
+not_equal = _comparison_op("NotEqual", np.not_equal, "not_equal")
+less = _comparison_op("Less", np.less, "less")
+less_equal = _comparison_op("LessEqual", np.less_equal, "less_equal")
+greater = _comparison_op("Greater", np.greater, "greater")
+greater_equal = _comparison_op("GreaterEqual", np.greater_equal, "greater_equal")
 
-
-def subtract(x, y, name=None):
-    return _binary("Sub", x, y, name)
-
-
-def multiply(x, y, name=None):
-    return _binary("Mul", x, y, name)
-
+mod = floormod
 
 # TF's truediv: integers become floats first (small ints float32, 32/64-bit ints float64).
 _TRUEDIV_FLOAT = {
@@ -255,354 +250,6 @@ def div_no_nan(x, y, name=None):
     if x.dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
         raise TypeError(f"tf.div_no_nan takes float tensors, got {x.dtype.name} ({x.name}); tf.cast it first")
     return registry.make_op("DivNoNan", [x, y], name=name).outputs[0]
-
-
-def floordiv(x, y, name=None):
-    """``x // y`` elementwise: the floor of the quotient, in the inputs' dtype (TF's floordiv)."""
-    return _binary("FloorDiv", x, y, name)
-
-
-def floormod(x, y, name=None):
-    """``x - floordiv(x, y) * y`` elementwise (the result has the sign of `y`; TF's floormod, ``%``)."""
-    return _binary("FloorMod", x, y, name)
-
-
-mod = floormod
-
-
-@registry.gradient("FloorMod")
-def _floormod_grad(op, grad):
-    x, y = op.inputs
-    return [sum_to_shape(grad, x), sum_to_shape(grad * negative(floordiv(x, y)), y)]
-
-
-def pow(x, y, name=None):  # noqa: A001 - TF's public name tf.pow
-    return _binary("Pow", x, y, name)
-
-
-def maximum(x, y, name=None):
-    return _binary("Maximum", x, y, name)
-
-
-def minimum(x, y, name=None):
-    return _binary("Minimum", x, y, name)
-
-
-def squared_difference(x, y, name=None):
-    return _binary("SquaredDifference", x, y, name)
-
-
-def equal(x, y, name=None):
-    return _binary("Equal", x, y, name)
-
-
-def not_equal(x, y, name=None):
-    return _binary("NotEqual", x, y, name)
-
-
-def less(x, y, name=None):
-    return _binary("Less", x, y, name)
-
-
-def less_equal(x, y, name=None):
-    return _binary("LessEqual", x, y, name)
-
-
-def greater(x, y, name=None):
-    return _binary("Greater", x, y, name)
-
-
-def greater_equal(x, y, name=None):
-    return _binary("GreaterEqual", x, y, name)
-
-
-# -- unary elementwise ----------------------------------------------------------------------
-def _stable_sigmoid(x):
-    e = np.exp(-np.abs(x))  # never overflows
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
-
-
-_UNARY_KERNELS = {
-    "Neg": np.negative,
-    "Square": np.square,
-    "Sqrt": np.sqrt,
-    "Exp": np.exp,
-    "Log": np.log,
-    "Abs": np.abs,
-    "Sign": np.sign,
-    "Tanh": np.tanh,
-    "Sigmoid": _stable_sigmoid,
-    "Relu": lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-    "Identity": lambda x: x,
-    "StopGradient": lambda x: x,
-    "Reciprocal": np.reciprocal,
-    "Log1p": np.log1p,
-    "Softplus": lambda x: np.logaddexp(np.zeros((), x.dtype), x),
-    "Floor": np.floor,
-}
-
-
-def _unary_kernel(fn):
-    return lambda ctx, node, x: fn(x)
-
-
-for _t, _fn in _UNARY_KERNELS.items():
-    registry.shape(_t)(same_as_input)
-    registry.kernel(_t)(_unary_kernel(_fn))
-registry.no_gradient("StopGradient")
-registry.no_gradient("Sign")
-registry.no_gradient("Floor")  # piecewise constant: zero almost everywhere, as TF's None
-
-
-def _unary(op_type, x, name):
-    x = convert_to_tensor(x)
-    return registry.make_op(op_type, [x], name=name).outputs[0]
-
-
-registry.gradient("Neg")(lambda op, grad: [-grad])
-registry.gradient("Identity", indexed_slices=True)(lambda op, grad: [grad])
-registry.gradient("Square")(lambda op, grad: [grad * 2.0 * op.inputs[0]])
-registry.gradient("Sqrt")(lambda op, grad: [grad * 0.5 / op.outputs[0]])
-registry.gradient("Exp")(lambda op, grad: [grad * op.outputs[0]])
-registry.gradient("Log")(lambda op, grad: [grad / op.inputs[0]])
-registry.gradient("Abs")(lambda op, grad: [grad * sign(op.inputs[0])])
-registry.gradient("Tanh")(lambda op, grad: [grad * (1.0 - square(op.outputs[0]))])
-registry.gradient("Sigmoid")(lambda op, grad: [grad * op.outputs[0] * (1.0 - op.outputs[0])])
-registry.gradient("Reciprocal")(lambda op, grad: [-grad * square(op.outputs[0])])
-registry.gradient("Log1p")(lambda op, grad: [grad / (1.0 + op.inputs[0])])
-registry.gradient("Softplus")(lambda op, grad: [grad * sigmoid(op.inputs[0])])
-
-
-@registry.gradient("Relu")
-def _relu_grad(op, grad):
-    return [_relu_backprop(grad, op.outputs[0])]
-
-
-# `ReluGrad(gradients, features)`: TF's op for the gradient of `Relu` (``features`` is the Relu's
-# output), ``gradients * (features > 0)``: one kernel instead of a select, so a NaN or inf
-# gradient at an inactive unit gives NaN, as in TF.
-@registry.shape("ReluGrad")
-def _relu_grad_shape(inputs, attrs):
-    gradients, features = inputs
-    if gradients.dtype != features.dtype:
-        raise TypeError(
-            f"ReluGrad: gradients are {gradients.dtype.name} but features are {features.dtype.name}"
-        )
-    if not gradients.shape.is_compatible_with(features.shape):
-        raise ValueError(
-            f"ReluGrad: gradients {gradients.shape} and features {features.shape} differ in shape"
-        )
-    return [(gradients.dtype, gradients.shape.merge_with(features.shape))]
-
-
-@registry.kernel("ReluGrad")
-def _relu_grad_kernel(ctx, node, gradients, features):
-    if np.shape(gradients) != np.shape(features):
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"ReluGrad: gradients of shape {list(np.shape(gradients))} and features of shape "
-            f"{list(np.shape(features))} must have the same shape",
-        )
-    return np.multiply(gradients, features > 0)
-
-
-@registry.gradient("ReluGrad")
-def _relu_grad_grad(op, grad):
-    features = op.inputs[1]
-    return [_relu_backprop(grad, features), zeros_like(features)]
-
-
-def _relu_backprop(gradients, features):
-    return registry.make_op("ReluGrad", [gradients, features]).outputs[0]
-
-
-def negative(x, name=None):
-    return _unary("Neg", x, name)
-
-
-def square(x, name=None):
-    return _unary("Square", x, name)
-
-
-def sqrt(x, name=None):
-    return _unary("Sqrt", x, name)
-
-
-def exp(x, name=None):
-    return _unary("Exp", x, name)
-
-
-def log(x, name=None):
-    return _unary("Log", x, name)
-
-
-def abs(x, name=None):  # noqa: A001 - TF's public name tf.abs
-    return _unary("Abs", x, name)
-
-
-def sign(x, name=None):
-    return _unary("Sign", x, name)
-
-
-def tanh(x, name=None):
-    return _unary("Tanh", x, name)
-
-
-def sigmoid(x, name=None):
-    return _unary("Sigmoid", x, name)
-
-
-def relu(features, name=None):
-    return _unary("Relu", features, name)
-
-
-def log1p(x, name=None):
-    """`tf.log1p`: ``log(1 + x)``, accurate for small `x`."""
-    return _unary("Log1p", x, name)
-
-
-def softplus(features, name=None):
-    """`tf.nn.softplus`: ``log(1 + exp(features))``, computed without overflow."""
-    return _unary("Softplus", features, name)
-
-
-def floor(x, name=None):
-    return _unary("Floor", x, name)
-
-
-def reciprocal(x, name=None):
-    return _unary("Reciprocal", x, name)
-
-
-def identity(input, name=None):  # noqa: A002 - TF's argument name
-    return _unary("Identity", input, name)
-
-
-def stop_gradient(input, name=None):  # noqa: A002 - TF's argument name
-    return _unary("StopGradient", input, name)
-
-
-# -- select, zeros/ones like --------------------------------------------------------------------
-@registry.shape("Select")
-def _select_shape(inputs, attrs):
-    cond, x, y = inputs
-    return [(x.dtype, broadcast_shape(broadcast_shape(cond.shape, x.shape), y.shape))]
-
-
-registry.kernel("Select")(lambda ctx, node, c, x, y: np.where(c, x, y))
-
-
-@registry.gradient("Select")
-def _select_grad(op, grad):
-    c, x, y = op.inputs
-    zeros = zeros_like(grad)
-    return [None, sum_to_shape(where(c, grad, zeros), x), sum_to_shape(where(c, zeros, grad), y)]
-
-
-def where(condition, x, y, name=None):
-    """`tf.where(condition, x, y)`: elementwise select (broadcasting as numpy)."""
-    condition = convert_to_tensor(condition, dtype=_dtypes.bool)
-    x, y = convert_n([x, y])
-    return registry.make_op("Select", [condition, x, y], name=name).outputs[0]
-
-
-registry.shape("ZerosLike")(same_as_input)
-registry.shape("OnesLike")(same_as_input)
-registry.kernel("ZerosLike")(lambda ctx, node, x: np.zeros_like(x))
-registry.kernel("OnesLike")(lambda ctx, node, x: np.ones_like(x))
-registry.no_gradient("ZerosLike")
-registry.no_gradient("OnesLike")
-
-
-def zeros_like(tensor, dtype=None, name=None):
-    t = registry.make_op("ZerosLike", [convert_to_tensor(tensor)], name=name).outputs[0]
-    return t if dtype is None else cast(t, dtype)
-
-
-def ones_like(tensor, dtype=None, name=None):
-    t = registry.make_op("OnesLike", [convert_to_tensor(tensor)], name=name).outputs[0]
-    return t if dtype is None else cast(t, dtype)
-
-
-# -- cast -----------------------------------------------------------------------------------------
-registry.shape("Cast")(lambda inputs, attrs: [(attrs["DstT"], inputs[0].shape)])
-registry.kernel("Cast")(lambda ctx, node, x: np.asarray(x).astype(node.attr["DstT"].np))
-
-
-@registry.gradient("Cast")
-def _cast_grad(op, grad):
-    src = op.inputs[0].dtype
-    if src.is_floating and op.outputs[0].dtype.is_floating:
-        return [cast(grad, src)]
-    return [None]
-
-
-def cast(x, dtype, name=None):
-    x = convert_to_tensor(x)
-    dtype = _dtypes.as_dtype(dtype)
-    if x.dtype == dtype:
-        return x
-    return registry.make_op("Cast", [x], {"DstT": dtype, "SrcT": x.dtype}, name=name).outputs[0]
-
-
-def to_float(x, name="ToFloat"):
-    return cast(x, _dtypes.float32, name=name)
-
-
-# -- matmul ---------------------------------------------------------------------------------------
-@registry.shape("MatMul")
-def _matmul_shape(inputs, attrs):
-    a, b = inputs
-    if a.dtype != b.dtype:
-        raise TypeError(f"MatMul inputs must have one dtype, got {a.dtype.name} and {b.dtype.name}")
-    for t in (a, b):
-        if t.shape.ndims not in (None, 2):
-            raise ValueError(f"MatMul needs rank-2 inputs, {t.name} has shape {t.shape}")
-    da = a.shape.dims or [None, None]
-    db = b.shape.dims or [None, None]
-    if attrs.get("transpose_a"):
-        da = da[::-1]
-    if attrs.get("transpose_b"):
-        db = db[::-1]
-    if da[1] is not None and db[0] is not None and da[1] != db[0]:
-        raise ValueError(
-            f"MatMul: inner dimensions differ: {a.name} {a.shape} x {b.name} {b.shape} "
-            f"(transpose_a={attrs.get('transpose_a')}, transpose_b={attrs.get('transpose_b')})"
-        )
-    return [(a.dtype, TensorShape([da[0], db[1]]))]
-
-
-@registry.kernel("MatMul")
-def _matmul_kernel(ctx, node, a, b):
-    if node.attr.get("transpose_a"):
-        a = a.T
-    if node.attr.get("transpose_b"):
-        b = b.T
-    return a @ b
-
-
-@registry.gradient("MatMul")
-def _matmul_grad(op, grad):
-    a, b = op.inputs
-    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    if not ta and not tb:
-        return [matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)]
-    if not ta and tb:
-        return [matmul(grad, b), matmul(grad, a, transpose_a=True)]
-    if ta and not tb:
-        return [matmul(b, grad, transpose_b=True), matmul(a, grad)]
-    return [
-        matmul(b, grad, transpose_a=True, transpose_b=True),
-        matmul(grad, a, transpose_a=True, transpose_b=True),
-    ]
-
-
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
-    """`tf.matmul` for rank-2 tensors, with TF's transpose flags."""
-    a, b = convert_n([a, b])
-    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
-    return registry.make_op("MatMul", [a, b], attrs, name=name).outputs[0]
 
 
 # -- add_n ------------------------------------------------------------------------------------------

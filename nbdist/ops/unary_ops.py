@@ -1,0 +1,154 @@
+"""Unary elementwise math, one row per op: ``negative = _unary_op("Neg", np.negative, gradient,
+"negative")`` registers the op's shape (its input's), its numpy kernel and its gradient (None:
+not differentiable) and returns its tf function ``negative(x, name=None)``. A row without a
+function name only registers the op: its tf function is written by hand below (another
+argument name, as `relu(features)`). Also `Relu`'s gradient op `ReluGrad`, and `Identity`
+and `StopGradient`.
+
+The gradients use `Tensor`'s arithmetic operators, which `math_ops` installs.
+"""
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.ops import registry
+from nbdist.ops._shapes import same_as_input
+from nbdist.ops.cast_select_ops import zeros_like
+from nbdist.ops.constant_op import convert_to_tensor
+
+
+def _unary(op_type, x, name):
+    x = convert_to_tensor(x)
+    return registry.make_op(op_type, [x], name=name).outputs[0]
+
+
+def _unary_op(op_type, numpy_fn, gradient, function=None, doc=None):
+    """Registers `op_type`: shape, kernel ``numpy_fn(x)`` and `gradient` (None: not differentiable).
+
+    Returns:
+        the tf function ``function(x, name=None)`` with docstring `doc`; None without `function`.
+    """
+    registry.shape(op_type)(same_as_input)
+    registry.kernel(op_type)(lambda ctx, node, x: numpy_fn(x))
+    if gradient is None:
+        registry.no_gradient(op_type)
+    else:
+        registry.gradient(op_type)(gradient)
+    if function is None:
+        return None
+
+    def constructor(x, name=None):
+        return _unary(op_type, x, name)
+
+    constructor.__name__ = constructor.__qualname__ = function
+    constructor.__doc__ = doc
+    return constructor
+
+
+def _stable_sigmoid(x):
+    e = np.exp(-np.abs(x))  # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+def _softplus(x):
+    return np.logaddexp(np.zeros((), x.dtype), x)
+
+
+def _sigmoid_grad(op, grad):
+    return [grad * op.outputs[0] * (1.0 - op.outputs[0])]
+
+
+def _relu_grad(op, grad):
+    return [relu_backprop(grad, op.outputs[0])]
+
+
+# -- the table: op type, numpy kernel, gradient, tf function --------------------------------------
+negative = _unary_op("Neg", np.negative, lambda op, grad: [-grad], "negative")
+square = _unary_op("Square", np.square, lambda op, grad: [grad * 2.0 * op.inputs[0]], "square")
+sqrt = _unary_op("Sqrt", np.sqrt, lambda op, grad: [grad * 0.5 / op.outputs[0]], "sqrt")
+exp = _unary_op("Exp", np.exp, lambda op, grad: [grad * op.outputs[0]], "exp")
+log = _unary_op("Log", np.log, lambda op, grad: [grad / op.inputs[0]], "log")
+abs = _unary_op("Abs", np.abs, lambda op, grad: [grad * sign(op.inputs[0])], "abs")  # noqa: A001 - tf.abs
+sign = _unary_op("Sign", np.sign, None, "sign")
+tanh = _unary_op("Tanh", np.tanh, lambda op, grad: [grad * (1.0 - square(op.outputs[0]))], "tanh")
+sigmoid = _unary_op("Sigmoid", _stable_sigmoid, _sigmoid_grad, "sigmoid")
+_unary_op("Relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), _relu_grad)  # relu(features)
+reciprocal = _unary_op(
+    "Reciprocal", np.reciprocal, lambda op, grad: [-grad * square(op.outputs[0])], "reciprocal"
+)
+log1p = _unary_op(
+    "Log1p",
+    np.log1p,
+    lambda op, grad: [grad / (1.0 + op.inputs[0])],
+    "log1p",
+    doc="`tf.log1p`: ``log(1 + x)``, accurate for small `x`.",
+)
+_unary_op("Softplus", _softplus, lambda op, grad: [grad * sigmoid(op.inputs[0])])  # softplus(features)
+# (Floor is piecewise constant: its gradient is zero almost everywhere, as TF's None)
+floor = _unary_op("Floor", np.floor, None, "floor")
+
+
+def relu(features, name=None):
+    return _unary("Relu", features, name)
+
+
+def softplus(features, name=None):
+    """`tf.nn.softplus`: ``log(1 + exp(features))``, computed without overflow."""
+    return _unary("Softplus", features, name)
+
+
+# -- ReluGrad -------------------------------------------------------------------------------------
+# `ReluGrad(gradients, features)`: TF's op for the gradient of `Relu` (``features`` is the Relu's
+# output), ``gradients * (features > 0)``: one kernel instead of a select, so a NaN or inf
+# gradient at an inactive unit gives NaN, as in TF.
+@registry.shape("ReluGrad")
+def _relu_grad_shape(inputs, attrs):
+    gradients, features = inputs
+    if gradients.dtype != features.dtype:
+        raise TypeError(
+            f"ReluGrad: gradients are {gradients.dtype.name} but features are {features.dtype.name}"
+        )
+    if not gradients.shape.is_compatible_with(features.shape):
+        raise ValueError(
+            f"ReluGrad: gradients {gradients.shape} and features {features.shape} differ in shape"
+        )
+    return [(gradients.dtype, gradients.shape.merge_with(features.shape))]
+
+
+@registry.kernel("ReluGrad")
+def _relu_grad_kernel(ctx, node, gradients, features):
+    if np.shape(gradients) != np.shape(features):
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"ReluGrad: gradients of shape {list(np.shape(gradients))} and features of shape "
+            f"{list(np.shape(features))} must have the same shape",
+        )
+    return np.multiply(gradients, features > 0)
+
+
+@registry.gradient("ReluGrad")
+def _relu_grad_grad(op, grad):
+    features = op.inputs[1]
+    return [relu_backprop(grad, features), zeros_like(features)]
+
+
+def relu_backprop(gradients, features):
+    """The `ReluGrad` op: `gradients` where `features` (a Relu's output) is positive, else 0."""
+    return registry.make_op("ReluGrad", [gradients, features]).outputs[0]
+
+
+# -- identity, stop_gradient ----------------------------------------------------------------------
+for _t in ("Identity", "StopGradient"):
+    registry.shape(_t)(same_as_input)
+    registry.kernel(_t)(lambda ctx, node, x: x)
+registry.gradient("Identity", indexed_slices=True)(lambda op, grad: [grad])
+registry.no_gradient("StopGradient")
+
+
+def identity(input, name=None):  # noqa: A002 - TF's argument name
+    return _unary("Identity", input, name)
+
+
+def stop_gradient(input, name=None):  # noqa: A002 - TF's argument name
+    return _unary("StopGradient", input, name)
