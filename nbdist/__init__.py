@@ -10,6 +10,7 @@ from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
 from nbdist._widget_names import TF_WIDGETS as _TF_WIDGETS  # names only: no notebook code
 from nbdist.export.from_tf import import_graph_def  # nbdist's, also taking TF's GraphDef protos
+from nbdist.graph.default_session import get_default_session
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (
     DType,
@@ -40,7 +41,6 @@ from nbdist.graph.graph import (
     get_collection,
     get_collection_ref,
     get_default_graph,
-    get_default_session,
     name_scope,
     reset_default_graph,
 )

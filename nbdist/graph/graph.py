@@ -13,9 +13,6 @@ import sys
 import threading
 
 from nbdist.graph import device as pydev
-from nbdist.graph.default_session import (
-    get_default_session as get_default_session,  # noqa: PLC0414 - re-exported for nbdist/__init__.py
-)
 from nbdist.graph.default_session import run_with_session
 from nbdist.graph.tensor import Tensor
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.default_session import get_default_session
 from nbdist.graph.graph import GraphKeys, Tensor, get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
@@ -361,8 +362,6 @@ class Variable:
         return self._snapshot.eval(session=session)
 
     def load(self, value, session=None):
-        from nbdist.graph.default_session import get_default_session  # noqa: PLC0415
-
         session = session or get_default_session()
         session.run(self._initializer_op, feed_dict={self._initializer_op.inputs[1]: value})
 
