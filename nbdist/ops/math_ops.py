@@ -48,7 +48,6 @@ from nbdist.ops.unary_ops import (
     stop_gradient,
     tanh,
 )
-from nbdist.ops.unary_ops import relu_backprop as _relu_backprop  # noqa: F401 - tests/test_gradients.py's name
 
 # The tf names (`nbdist/__init__.py` exports them as tf.*): this module's, then those it re-exports.
 __all__ = ["add", "add_n", "div_no_nan", "divide", "equal", "floordiv", "floormod", "greater"]
