@@ -16,13 +16,6 @@ from procs import REPO, ServerProcs, cluster_dict, run_worker_scripts
 SCRIPT = str(Path(REPO) / "examples" / "async_linear_regression.py")
 
 
-@pytest.fixture
-def servers(request):
-    procs = ServerProcs(cluster_dict(**request.param))
-    yield procs
-    procs.stop()
-
-
 def _final_global_step(procs):
     g = tf.Graph()
     with g.as_default(), tf.device("/job:ps/task:0"):

@@ -8,21 +8,8 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import ServerProcs, cluster_dict
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    procs = ServerProcs(cluster_dict(local=2))
-    yield procs
-    procs.stop()
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
+pytestmark = [pytest.mark.slow, pytest.mark.servers(local=2), pytest.mark.usefixtures("fresh_graph")]
 
 
 def _run(cluster, fetch, feeds=None):
@@ -44,7 +31,7 @@ def _tf_error(build):
     return None
 
 
-def test_a_shape_mismatch_known_only_at_run_time_names_the_node(cluster):
+def test_a_shape_mismatch_known_only_at_run_time_names_the_node(module_servers):
     def build(t):
         x = t.placeholder(t.float32, None, name="x")  # unknown shape: the check happens in the kernel
         with t.device("/job:local/task:1"):
@@ -53,19 +40,19 @@ def test_a_shape_mismatch_known_only_at_run_time_names_the_node(cluster):
 
     fetch, feeds = build(tf)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"node product \(MatMul\) on /job:local") as e:
-        _run(cluster, fetch, feeds)
+        _run(module_servers, fetch, feeds)
     assert e.value.message.startswith("[/job:local/replica:0/task:1]")
     assert _tf_error(build) == "InvalidArgumentError"
 
 
-def test_a_missing_feed_names_the_placeholder(cluster):
+def test_a_missing_feed_names_the_placeholder(module_servers):
     with tf.device("/job:local/task:1"):
         x = tf.placeholder(tf.float32, [3], name="needed")
         y = x * 2.0
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"You must feed a value for placeholder tensor 'needed'"
     ):
-        _run(cluster, y)
+        _run(module_servers, y)
 
     def build(t):
         return t.placeholder(t.float32, [3], name="needed") * 2.0, None
@@ -73,19 +60,19 @@ def test_a_missing_feed_names_the_placeholder(cluster):
     assert _tf_error(build) == "InvalidArgumentError"
 
 
-def test_a_fed_value_of_the_wrong_dtype_names_the_tensor(cluster):
+def test_a_fed_value_of_the_wrong_dtype_names_the_tensor(module_servers):
     x = tf.placeholder(tf.int32, [2], name="counts")
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"'counts:0' of dtype int32.*float"):
-        _run(cluster, x + 1, {x: np.array([1.5, 2.5])})
+        _run(module_servers, x + 1, {x: np.array([1.5, 2.5])})
 
 
-def test_an_unknown_device_names_the_op_and_the_device(cluster):
+def test_an_unknown_device_names_the_op_and_the_device(module_servers):
     with tf.device("/job:nowhere/task:0"):
         y = tf.constant(1.0, name="lost") + 1.0
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"node '\w+' \(\w+\) requested device '/job:nowhere/task:0'"
     ) as e:
-        _run(cluster, y)
+        _run(module_servers, y)
     assert "local" in e.value.message  # the jobs the cluster has
 
     def build(t):
@@ -95,14 +82,14 @@ def test_an_unknown_device_names_the_op_and_the_device(cluster):
     assert _tf_error(build) == "InvalidArgumentError"
 
 
-def test_a_cycle_names_a_node_on_it(cluster):
+def test_a_cycle_names_a_node_on_it(module_servers):
     with tf.device("/job:local/task:1"):
         x = tf.constant(1.0, name="x")
         a = tf.identity(x, name="a")
         b = tf.identity(a, name="b")
     a.op._control_inputs.append(b.op)  # as TF's op._add_control_input can: a -> b -> a
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"graph has a cycle through node '[ab]'"):
-        _run(cluster, b)
+        _run(module_servers, b)
 
     def build(t):
         x = t.constant(1.0, name="x")

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import ServerProcs, cluster_dict
+
+pytestmark = pytest.mark.servers(ps=1, worker=1)  # module_servers: the real ps of the last tests
 
 
 def _in_thread(fn):
@@ -353,13 +354,6 @@ def test_queue_and_accumulator_semantics_match_tensorflow(tf1):
 
 
 # -- on a real ps --------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def cluster():
-    procs = ServerProcs(cluster_dict(ps=1, worker=1))
-    yield procs
-    procs.stop()
-
-
 def _remote_queue(name):
     with tf.device("/job:ps/task:0"):
         q = tf.FIFOQueue(10, tf.int32, shapes=(), shared_name=name, name=name)
@@ -367,15 +361,15 @@ def _remote_queue(name):
     return q, v
 
 
-def test_a_dequeue_waiting_on_the_ps_does_not_stall_it(cluster, graph):
+def test_a_dequeue_waiting_on_the_ps_does_not_stall_it(module_servers, graph):
     q, v = _remote_queue("q1")
     deq = q.dequeue()
     x = tf.placeholder(tf.int32, [])
     enq = q.enqueue(x)
-    waiter = tf.Session(cluster.target("worker", 0))
+    waiter = tf.Session(module_servers.target("worker", 0))
     t, box = _in_thread(lambda: waiter.run(deq))
     try:
-        with tf.Session(cluster.target("worker", 0)) as other:
+        with tf.Session(module_servers.target("worker", 0)) as other:
             other.run(v.initializer)
             started = time.monotonic()
             for _ in range(20):  # other steps on the ps go on while the dequeue waits there
@@ -389,10 +383,10 @@ def test_a_dequeue_waiting_on_the_ps_does_not_stall_it(cluster, graph):
         waiter.close()
 
 
-def test_closing_a_remote_session_cancels_its_waiting_dequeue(cluster, graph):
+def test_closing_a_remote_session_cancels_its_waiting_dequeue(module_servers, graph):
     q, _ = _remote_queue("q2")
     deq = q.dequeue()
-    sess = tf.Session(cluster.target("worker", 0))
+    sess = tf.Session(module_servers.target("worker", 0))
     sess.run(q.size())  # the session exists on the master
     t, box = _in_thread(lambda: sess.run(deq))
     time.sleep(0.3)
@@ -401,14 +395,17 @@ def test_closing_a_remote_session_cancels_its_waiting_dequeue(cluster, graph):
     t.join(10)
     assert not t.is_alive() and time.monotonic() - closed < 5
     assert isinstance(box.get("error"), tf.errors.CancelledError), box
-    with tf.Session(cluster.target("worker", 0)) as again:  # the server is fine
+    with tf.Session(module_servers.target("worker", 0)) as again:  # the server is fine
         assert again.run(q.size()) == 0
 
 
-def test_a_remote_deadline_names_the_queue_on_its_task(cluster, graph):
+def test_a_remote_deadline_names_the_queue_on_its_task(module_servers, graph):
     q, _ = _remote_queue("q3")
-    with tf.Session(cluster.target("worker", 0)) as sess, pytest.raises(tf.errors.DeadlineExceededError) as e:
+    with (
+        tf.Session(module_servers.target("worker", 0)) as sess,
+        pytest.raises(tf.errors.DeadlineExceededError) as e,
+    ):
         sess.run(q.dequeue(), options=tf.RunOptions(timeout_in_ms=300))
     assert "FIFOQueue 'q3' on /job:ps/replica:0/task:0" in e.value.message
-    with tf.Session(cluster.target("worker", 0)) as again:  # the server stays healthy
+    with tf.Session(module_servers.target("worker", 0)) as again:  # the server stays healthy
         assert again.run(q.size()) == 0

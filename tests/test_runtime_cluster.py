@@ -13,23 +13,9 @@ import pytest
 import nbdist as tf
 from nbdist.runtime.net import transport, wire
 from nbdist.runtime.server_lib import Server
-from procs import REPO, ServerProcs, cluster_dict, free_port
+from procs import REPO, free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_graph")]
-
-
-@pytest.fixture
-def two_tasks():
-    procs = ServerProcs(cluster_dict(local=2))
-    yield procs
-    procs.stop()
-
-
-@pytest.fixture
-def ps_worker():
-    procs = ServerProcs(cluster_dict(ps=2, worker=1))
-    yield procs
-    procs.stop()
+pytestmark = [pytest.mark.slow, pytest.mark.servers(local=2), pytest.mark.usefixtures("fresh_graph")]
 
 
 def _pinned_program():
@@ -41,12 +27,12 @@ def _pinned_program():
     return w, y
 
 
-def test_ops_pinned_to_another_task_match_the_local_session(two_tasks):
+def test_ops_pinned_to_another_task_match_the_local_session(servers):
     w, y = _pinned_program()
     with tf.Session() as local:
         local.run(w.initializer)
         expected = local.run(y)
-    with tf.Session(two_tasks.target("local", 0)) as remote:
+    with tf.Session(servers.target("local", 0)) as remote:
         remote.run(w.initializer)
         md = tf.RunMetadata()
         got = remote.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
@@ -75,9 +61,10 @@ def _seed_model():
     return loss, train_op, weights_1
 
 
-def test_seed_ps_worker_model_trains_and_a_second_client_reads_the_ps(ps_worker):
+@pytest.mark.servers(ps=2, worker=1)
+def test_seed_ps_worker_model_trains_and_a_second_client_reads_the_ps(servers):
     loss, train_op, weights_1 = _seed_model()
-    port = ps_worker.address("worker", 0).rsplit(":", 1)[1]
+    port = servers.address("worker", 0).rsplit(":", 1)[1]
     with tf.Session(f"grpc://localhost:{port}") as sess:
         sess.run(tf.global_variables_initializer())
         first = sess.run(loss)
@@ -85,27 +72,29 @@ def test_seed_ps_worker_model_trains_and_a_second_client_reads_the_ps(ps_worker)
             sess.run(train_op)
         last, trained = sess.run([loss, weights_1])
     assert last < first * 0.8, (first, last)
-    with tf.Session(ps_worker.address("worker", 0)) as second:  # bare host:port also works
+    with tf.Session(servers.address("worker", 0)) as second:  # bare host:port also works
         np.testing.assert_array_equal(second.run(weights_1), trained)
 
 
-def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(ps_worker):
+@pytest.mark.servers(ps=2, worker=1)
+def test_killing_a_ps_makes_the_next_run_unavailable_naming_it(servers):
     _, train_op, _ = _seed_model()
-    with tf.Session(ps_worker.target("worker", 0)) as sess:
+    with tf.Session(servers.target("worker", 0)) as sess:
         sess.run(tf.global_variables_initializer())
         sess.run(train_op)
-        ps_worker.kill("ps", 1)
+        servers.kill("ps", 1)
         started = time.monotonic()
         with pytest.raises(tf.errors.UnavailableError, match=r"/job:ps/replica:0/task:1 at localhost:\d+"):
             sess.run(train_op)
         assert time.monotonic() - started < 8.0
 
 
-def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(ps_worker):
+@pytest.mark.servers(ps=2, worker=1)
+def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(servers):
     with tf.device("/job:ps/task:3"):
         v = tf.Variable(1.0, name="far_away")
     with (
-        tf.Session(ps_worker.target("worker", 0)) as sess,
+        tf.Session(servers.target("worker", 0)) as sess,
         pytest.raises(
             tf.errors.InvalidArgumentError, match=r"far_away.*/job:ps/task:3.*'ps' \(tasks \[0, 1\]\)"
         ),
@@ -113,12 +102,12 @@ def test_placement_the_cluster_cannot_satisfy_names_op_device_and_jobs(ps_worker
         sess.run(v.initializer)
 
 
-def test_remote_kernel_error_has_tf_class_node_and_task(two_tasks):
+def test_remote_kernel_error_has_tf_class_node_and_task(servers):
     with tf.device("/job:local/task:1"):
         v = tf.Variable([1.0, 2.0], name="never_initialized")
         y = v * 2.0
     with (
-        tf.Session(two_tasks.target("local", 0)) as sess,
+        tf.Session(servers.target("local", 0)) as sess,
         pytest.raises(
             tf.errors.FailedPreconditionError, match=r"never_initialized.*/job:local/replica:0/task:1"
         ),
@@ -126,30 +115,30 @@ def test_remote_kernel_error_has_tf_class_node_and_task(two_tasks):
         sess.run(y)
 
 
-def test_uninitialized_error_then_the_session_still_works(two_tasks):
+def test_uninitialized_error_then_the_session_still_works(servers):
     with tf.device("/job:local/task:1"):
         v = tf.Variable(3.0, name="v")
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         with pytest.raises(tf.errors.FailedPreconditionError):
             sess.run(v)
         sess.run(v.initializer)
         assert sess.run(v) == 3.0
 
 
-def test_graph_extended_after_the_first_run(two_tasks):
+def test_graph_extended_after_the_first_run(servers):
     a = tf.constant(2.0)
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         assert sess.run(a) == 2.0
         with tf.device("/job:local/task:1"):
             b = a * 5.0
         assert sess.run(b) == 10.0
 
 
-def test_concurrent_clients_update_one_variable_safely(two_tasks):
+def test_concurrent_clients_update_one_variable_safely(servers):
     with tf.device("/job:local/task:1"):
         counter = tf.Variable(0.0, name="counter")
         bump = counter.assign_add(1.0)
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(counter.initializer)
 
     def client(target):
@@ -157,25 +146,25 @@ def test_concurrent_clients_update_one_variable_safely(two_tasks):
             for _ in range(50):
                 s.run(bump)
 
-    threads = [threading.Thread(target=client, args=(two_tasks.target("local", i),)) for i in (0, 1)]
+    threads = [threading.Thread(target=client, args=(servers.target("local", i),)) for i in (0, 1)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
-    with tf.Session(two_tasks.target("local", 1)) as sess:
+    with tf.Session(servers.target("local", 1)) as sess:
         assert sess.run(counter) == 100.0
 
 
-def test_step_timeout_names_the_recv_keys_still_awaited(two_tasks):
+def test_step_timeout_names_the_recv_keys_still_awaited(servers):
     import signal
 
     with tf.device("/job:local/task:1"):
         slow = tf.constant(1.0, name="from_task_1") * 2.0
     with tf.device("/job:local/task:0"):
         out = slow + 1.0
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         assert sess.run(out) == 3.0
-        two_tasks.kill("local", 1, signal.SIGSTOP)  # alive but silent: the hang TF never explained
+        servers.kill("local", 1, signal.SIGSTOP)  # alive but silent: the hang TF never explained
         try:
             with pytest.raises(
                 tf.errors.DeadlineExceededError,
@@ -183,19 +172,19 @@ def test_step_timeout_names_the_recv_keys_still_awaited(two_tasks):
             ):
                 sess.run(out, options=tf.RunOptions(timeout_in_ms=1000))
         finally:
-            two_tasks.kill("local", 1, signal.SIGCONT)
+            servers.kill("local", 1, signal.SIGCONT)
 
 
-def test_a_stopped_task_without_a_step_timeout_is_reported_by_heartbeats(two_tasks):
+def test_a_stopped_task_without_a_step_timeout_is_reported_by_heartbeats(servers):
     import signal
 
     with tf.device("/job:local/task:1"):
         slow = tf.constant(1.0, name="from_task_1") * 2.0
     with tf.device("/job:local/task:0"):
         out = slow + 1.0
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         assert sess.run(out) == 3.0
-        two_tasks.kill("local", 1, signal.SIGSTOP)  # no socket event: only heartbeats tell
+        servers.kill("local", 1, signal.SIGSTOP)  # no socket event: only heartbeats tell
         try:
             started = time.monotonic()
             with pytest.raises(
@@ -205,20 +194,20 @@ def test_a_stopped_task_without_a_step_timeout_is_reported_by_heartbeats(two_tas
                 sess.run(out)
             assert time.monotonic() - started < 30  # the bound: heartbeat timeout (5 s) plus load
         finally:
-            two_tasks.kill("local", 1, signal.SIGCONT)
+            servers.kill("local", 1, signal.SIGCONT)
 
 
-def test_a_new_session_to_a_task_that_died_fails_at_once(two_tasks):
+def test_a_new_session_to_a_task_that_died_fails_at_once(servers):
     with tf.device("/job:local/task:1"):
         c = tf.constant(2.0) * 3.0
-    with tf.Session(two_tasks.target("local", 1)) as sess:
+    with tf.Session(servers.target("local", 1)) as sess:
         assert sess.run(c) == 6.0  # this process has reached task 1
-    two_tasks.kill("local", 1)
+    servers.kill("local", 1)
     errors_seen = []
 
     def new_session():  # a new thread: new channels, so no connection was ever seen to drop
         try:
-            with tf.Session(two_tasks.target("local", 1)) as sess:
+            with tf.Session(servers.target("local", 1)) as sess:
                 sess.run(c)
         except tf.errors.UnavailableError as e:
             errors_seen.append(e)
@@ -279,33 +268,33 @@ def test_a_task_that_starts_after_its_client_is_waited_for():
         proc.wait(10)
 
 
-def test_device_filters_exclude_other_tasks(two_tasks):
+def test_device_filters_exclude_other_tasks(servers):
     with tf.device("/job:local/task:1"):
         y = tf.constant(1.0) + 1.0
     config = tf.ConfigProto(device_filters=["/job:local/task:0"])
     with (
-        tf.Session(two_tasks.target("local", 0), config=config) as sess,
+        tf.Session(servers.target("local", 0), config=config) as sess,
         pytest.raises(tf.errors.InvalidArgumentError, match="device_filters"),
     ):
         sess.run(y)
 
 
-def test_log_device_placement_prints_once_per_partitioning(two_tasks, capsys):
+def test_log_device_placement_prints_once_per_partitioning(servers, capsys):
     with tf.device("/job:local/task:1"):
         y = tf.constant(1.0, name="c") + 1.0
     config = tf.ConfigProto(log_device_placement=True)
-    with tf.Session(two_tasks.target("local", 0), config=config) as sess:
+    with tf.Session(servers.target("local", 0), config=config) as sess:
         sess.run(y)
         sess.run(y)
     out = capsys.readouterr().out
     assert out.count("c: (/job:local/replica:0/task:1/device:CPU:0)") == 1
 
 
-def test_trace_shows_services_transfers_and_partitions(two_tasks):
+def test_trace_shows_services_transfers_and_partitions(servers):
     with tf.device("/job:local/task:1"):
         a = tf.constant(np.ones((2, 3), np.float32), name="a") * 2.0
     b = a + 1.0  # unplaced -> the master's task 0
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(b)
         md = tf.RunMetadata()
         sess.run(b, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
@@ -322,18 +311,18 @@ def test_trace_shows_services_transfers_and_partitions(two_tasks):
     assert {"_Send", "_Recv"} <= kinds
 
 
-def test_variables_survive_a_client_restart(two_tasks):
+def test_variables_survive_a_client_restart(servers):
     with tf.device("/job:local/task:1"):
         v = tf.Variable(5.0, name="kept")
         inc = v.assign_add(1.0)
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(v.initializer)
         sess.run(inc)
     graph2 = tf.Graph()
     with graph2.as_default():
         with tf.device("/job:local/task:1"):
             same = tf.Variable(0.0, name="kept")
-        with tf.Session(two_tasks.target("local", 1)) as sess:
+        with tf.Session(servers.target("local", 1)) as sess:
             assert sess.run(same) == 6.0
 
 
@@ -347,7 +336,7 @@ def test_in_process_hello_server():
         server.stop()
 
 
-def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_tensor(two_tasks):
+def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_tensor(servers):
     from nbdist.runtime.net import transport
 
     with tf.device("/job:local/task:1"):
@@ -356,11 +345,11 @@ def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_te
 
     def served():
         return [
-            transport.channel_to(two_tasks.address("local", i)).call("Status", {})["requests_served"]
+            transport.channel_to(servers.address("local", i)).call("Status", {})["requests_served"]
             for i in (0, 1)
         ]
 
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(b)  # registers the partitions
         before = served()
         for _ in range(10):
@@ -373,7 +362,7 @@ def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_te
     assert task1 == 10 * 1, "per step: one RunGraph"
 
 
-def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks):
+def test_closing_a_session_deregisters_its_partitions_on_every_worker(servers):
     from nbdist.runtime.net import transport
 
     with tf.device("/job:local/task:1"):
@@ -381,9 +370,9 @@ def test_closing_a_session_deregisters_its_partitions_on_every_worker(two_tasks)
     b = a + 1.0
 
     def ops_on(i):
-        return transport.channel_to(two_tasks.address("local", i)).call("Status", {})["ops_placed"]
+        return transport.channel_to(servers.address("local", i)).call("Status", {})["ops_placed"]
 
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(b)
         assert ops_on(1) == {"Const": 2, "Mul": 1}
         assert ops_on(0) == {"Const": 1, "Add": 1}
@@ -402,9 +391,9 @@ def _mixed_fetches():
     return far, far_b, near
 
 
-def test_fetches_from_several_tasks_come_back_in_place(two_tasks):
+def test_fetches_from_several_tasks_come_back_in_place(servers):
     far, far_b, near = _mixed_fetches()
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         for _ in range(3):  # the first steps may still be relayed while connections open
             got = sess.run({"b": far_b, "rest": [near, far, near]})
     np.testing.assert_array_equal(got["b"], [[2, 3]])
@@ -413,14 +402,14 @@ def test_fetches_from_several_tasks_come_back_in_place(two_tasks):
     np.testing.assert_array_equal(got["rest"][2], np.full(3, 2.0))
 
 
-def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(two_tasks, monkeypatch):
+def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(servers, monkeypatch):
     from nbdist.runtime import remote
 
     monkeypatch.setattr(remote, "_inboxes", threading.local())  # a client of its own
     never_connects = lambda self, addresses, key, user: None  # noqa: E731
     monkeypatch.setattr(remote._FetchInbox, "connect", never_connects)
     far, _, near = _mixed_fetches()
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         got = sess.run([far, near])
     np.testing.assert_array_equal(got[0], np.arange(16384.0) * 2.0)
     np.testing.assert_array_equal(got[1], np.full(3, 2.0))
@@ -431,20 +420,20 @@ def _graphs_registered(procs, job, index):
     return channel.call("Status", {}, timeout_s=10.0)["graphs_registered"]
 
 
-def test_fifty_extensions_leave_a_bounded_number_of_partitions_on_the_workers(two_tasks):
+def test_fifty_extensions_leave_a_bounded_number_of_partitions_on_the_workers(servers):
     with tf.device("/job:local/task:1"):
         w = tf.Variable(1.0, name="w")
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(w.initializer)
         for i in range(50):  # each new op is an ExtendSession and a new partitioning
             with tf.device("/job:local/task:1"):
                 y = w + float(i)
             assert sess.run(y) == 1.0 + i
-        counts = [_graphs_registered(two_tasks, "local", t) for t in (0, 1)]
+        counts = [_graphs_registered(servers, "local", t) for t in (0, 1)]
     # Only the latest step's partitions are left (one per task it touches), not one per extension.
     assert counts[1] == 1 and counts[0] <= 1, counts
     # Closing the session deregisters those too.
-    assert [_graphs_registered(two_tasks, "local", t) for t in (0, 1)] == [0, 0]
+    assert [_graphs_registered(servers, "local", t) for t in (0, 1)] == [0, 0]
 
 
 def _steps_completed(procs, job, index):
@@ -452,7 +441,7 @@ def _steps_completed(procs, job, index):
     return channel.call("Status", {}, timeout_s=10.0)["steps_completed"]
 
 
-def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(two_tasks):
+def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(servers):
     """The worker sends the client its fetches with the master's reply (one message less);
     repeated and reordered fetches, a targets-only step and an error all come back as before."""
     with tf.device("/job:local/task:1"):
@@ -462,9 +451,9 @@ def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(two_tasks):
         bump = counter.assign_add(1)
         fed = tf.placeholder(tf.float32, name="fed")
         shaped = tf.reshape(fed, [2]) * 3.0
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         sess.run(counter.initializer)
-        before = _steps_completed(two_tasks, "local", 1)
+        before = _steps_completed(servers, "local", 1)
         for _ in range(5):
             got = sess.run([b, a, b])
             np.testing.assert_array_equal(got[0], [3.0, 5.0])
@@ -478,17 +467,17 @@ def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(two_tasks):
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"/job:local/replica:0/task:1"):
             sess.run(shaped, {fed: [1.0, 2.0, 3.0]})
         np.testing.assert_array_equal(sess.run(shaped, {fed: [2.0, 2.0]}), [6.0, 6.0])
-        completed = _steps_completed(two_tasks, "local", 1) - before
+        completed = _steps_completed(servers, "local", 1) - before
     # 5 rounds of 4 signatures: the first step of each signature plans it, through the master
     assert 4 * 4 <= completed <= 4 * 5 + 2, completed
 
 
-def test_a_step_answered_by_its_worker_times_out_then_runs_again(two_tasks):
+def test_a_step_answered_by_its_worker_times_out_then_runs_again(servers):
     with tf.device("/job:local/task:1"):
         queue = tf.FIFOQueue(4, tf.float32, shapes=[], name="q")
         enqueue = queue.enqueue(5.0)
         dequeue = queue.dequeue()
-    with tf.Session(two_tasks.target("local", 0)) as sess:
+    with tf.Session(servers.target("local", 0)) as sess:
         for _ in range(2):
             sess.run(enqueue)
             assert sess.run(dequeue) == 5.0
@@ -496,15 +485,13 @@ def test_a_step_answered_by_its_worker_times_out_then_runs_again(two_tasks):
             sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=500))
         sess.run(enqueue)
         assert sess.run(dequeue) == 5.0
-    assert _steps_completed(two_tasks, "local", 1) >= 2
+    assert _steps_completed(servers, "local", 1) >= 2
 
 
 @pytest.fixture
-def two_tasks_without_links(monkeypatch):
-    monkeypatch.setenv("NBDIST_LINKS", "0")
-    procs = ServerProcs(cluster_dict(local=2))
-    yield procs
-    procs.stop()
+def two_tasks_without_links(monkeypatch, request):
+    monkeypatch.setenv("NBDIST_LINKS", "0")  # before the servers start: they read it
+    return request.getfixturevalue("servers")
 
 
 def test_without_links_the_master_answers_every_step(two_tasks_without_links):

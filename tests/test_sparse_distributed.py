@@ -6,20 +6,12 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import ServerProcs, cluster_dict
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.servers(ps=1, worker=1)]
 
 ROWS, DIM = 10_000, 16
 TABLE_NBYTES = ROWS * DIM * 4
 BATCHES = [[3, 17, 17, 9_999, 512, 4_096, 3, 77], [5, 17, 8_000, 9_001, 2, 2, 640, 1_234]]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    procs = ServerProcs(cluster_dict(ps=1, worker=1))
-    yield procs
-    procs.stop()
 
 
 def _embedding_model(make_optimizer, dense_gradient=False):
@@ -70,8 +62,8 @@ def _train(target, make_optimizer, dense_gradient=False):
     ],
     ids=["gd", "momentum", "adam"],
 )
-def test_a_sparse_step_sends_the_touched_rows_not_the_table(cluster, make_optimizer):
-    remote_table, md = _train(cluster.target("worker", 0), make_optimizer)
+def test_a_sparse_step_sends_the_touched_rows_not_the_table(module_servers, make_optimizer):
+    remote_table, md = _train(module_servers.target("worker", 0), make_optimizer)
     local_table, _ = _train("", make_optimizer)
     np.testing.assert_array_equal(remote_table, local_table)
     sent = _bytes_sent(md)
@@ -80,6 +72,6 @@ def test_a_sparse_step_sends_the_touched_rows_not_the_table(cluster, make_optimi
     assert sent < 2_000, f"{sent} bytes: more than the touched rows' values and indices"
 
 
-def test_the_same_step_with_a_dense_gradient_sends_the_whole_table(cluster):
-    _, md = _train(cluster.target("worker", 0), lambda: tf.train.GradientDescentOptimizer(0.1), True)
+def test_the_same_step_with_a_dense_gradient_sends_the_whole_table(module_servers):
+    _, md = _train(module_servers.target("worker", 0), lambda: tf.train.GradientDescentOptimizer(0.1), True)
     assert _bytes_sent(md) >= TABLE_NBYTES  # the measurement sees a dense gradient's bytes
