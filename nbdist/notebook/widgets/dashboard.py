@@ -22,22 +22,19 @@ from nbdist.notebook.widgets.throttle import Redrawer
 
 _w = ipywidgets_or_none()
 # The share of a core a live dashboard may draw pictures with while the machine's cores are
-# busy, and while one is idle. Training on 2 cores with tf.report after every step lost about
-# 5% of its steps/s to a dashboard at 0.025 (docs/benchmarks.md, "What watching costs
-# training"). At 0.01 a live picture (15-20 ms: new lines over the last picture) comes every
-# 2 s, and one drawn whole (its axes moved: 0.2 s) would hold the next back 20 s (see
-# PICTURE_EVERY_S); the headline and the table (global step, last loss, steps/s per replica:
-# read in place, well under a millisecond) are refreshed every TEXT_EVERY_S meanwhile. With a
-# core to spare, pictures come up to 5 a second.
+# busy (training shares them: what a larger share cost is measured in docs/benchmarks.md,
+# "What watching costs training"), and while one is idle. A picture drawn over the last one
+# (new lines only) is cheap, one drawn whole (its axes moved) is dear, and the budget spaces
+# them out accordingly; the headline and the table (read in place) are refreshed every
+# TEXT_EVERY_S meanwhile.
 BUSY_FRACTION = 0.01
 IDLE_FRACTION = 0.25
 TEXT_EVERY_S = 1.0
-# The first picture of metrics is drawn at once and not charged (matplotlib's warm-up, ~0.5 s:
-# at 1% it held the next picture back for 50 s). After that, while metrics come, a picture is
-# begun at most PICTURE_EVERY_S after the last (so one reaches the page at least every 10 s,
-# drawing and sending included, on a busy machine): one due before the budget allows it keeps
-# the last layout (a whole picture at half the CPU) and is charged too, so the budget holds
-# over time (the pictures after it wait until it is paid for).
+# The first picture of metrics is drawn at once and not charged (matplotlib's warm-up would
+# otherwise hold the next one back for long). After that, while metrics come, a picture is
+# begun at most PICTURE_EVERY_S after the last, so one reaches the page every few seconds on a
+# busy machine: one due before the budget allows it keeps the last layout and is charged too,
+# so the budget holds over time (the pictures after it wait until it is paid for).
 PICTURE_EVERY_S = 8.0
 _VBox = _w.VBox if _w is not None else object
 
