@@ -12,17 +12,7 @@ import pytest
 
 import nbdist as tf
 from nbdist.runtime.net import in_process
-from nbdist.runtime.server_lib import Server
 from procs import free_port
-
-
-@pytest.fixture
-def cluster():
-    spec = {"ps": [f"localhost:{free_port()}"], "worker": [f"localhost:{free_port()}"]}
-    started = {job: Server(spec, job_name=job, task_index=0) for job in spec}
-    yield started
-    for s in started.values():
-        s.stop()
 
 
 def _traced_run(sess, fetch):
@@ -42,12 +32,12 @@ def _model():
     return graph, w, x, step
 
 
-def test_the_run_step_skips_the_wire_and_computes_what_the_wire_does(cluster, monkeypatch):
+def test_the_run_step_skips_the_wire_and_computes_what_the_wire_does(in_process_servers, monkeypatch):
     graph, w, x, step = _model()
     results = {}
     for mode in ("1", "0"):
         monkeypatch.setenv(in_process.IN_PROCESS_ENV, mode)
-        with tf.Session(cluster["worker"].target, graph=graph) as sess:
+        with tf.Session(in_process_servers["worker"].target, graph=graph) as sess:
             sess.run(w.initializer)
             for i in range(3):
                 sess.run(step, {x: np.full(3, i, np.float32)})
@@ -62,14 +52,14 @@ def test_the_run_step_skips_the_wire_and_computes_what_the_wire_does(cluster, mo
     np.testing.assert_array_equal(results["1"], results["0"])
 
 
-def test_a_fetched_value_is_the_callers_own(cluster):
+def test_a_fetched_value_is_the_callers_own(in_process_servers):
     graph = tf.Graph()
     with graph.as_default(), tf.device("/job:worker/task:0"):
         v = tf.Variable(np.zeros(3, np.float32), name="v")
         assign = tf.assign(v, [1.0, 2.0, 3.0])
         x = tf.placeholder(tf.float32, [3])
         doubled = x * 2.0
-    with tf.Session(cluster["worker"].target, graph=graph) as sess:
+    with tf.Session(in_process_servers["worker"].target, graph=graph) as sess:
         sess.run(v.initializer)
         stored = sess.run(assign)  # on the server this is the variable's own storage
         stored[:] = 99.0
@@ -79,7 +69,7 @@ def test_a_fetched_value_is_the_callers_own(cluster):
         np.testing.assert_array_equal(fed, [1.0, 1.0, 1.0])
 
 
-def test_errors_are_the_wires_errors(cluster, monkeypatch):
+def test_errors_are_the_wires_errors(in_process_servers, monkeypatch):
     graph = tf.Graph()
     with graph.as_default(), tf.device("/job:worker/task:0"):
         q = tf.FIFOQueue(1, tf.float32, shapes=[[]], name="empty_queue")
@@ -87,7 +77,7 @@ def test_errors_are_the_wires_errors(cluster, monkeypatch):
     messages = {}
     for mode in ("1", "0"):
         monkeypatch.setenv(in_process.IN_PROCESS_ENV, mode)
-        with tf.Session(cluster["worker"].target, graph=graph) as sess:
+        with tf.Session(in_process_servers["worker"].target, graph=graph) as sess:
             with pytest.raises(tf.errors.DeadlineExceededError) as e:
                 sess.run(take, options=tf.RunOptions(timeout_in_ms=300))
             messages[mode] = (e.value.node_def, e.value.message)
@@ -96,10 +86,10 @@ def test_errors_are_the_wires_errors(cluster, monkeypatch):
     assert "FIFOQueue 'empty_queue'" in messages["1"][1]
 
 
-def test_a_client_with_another_key_or_of_a_stopped_server_takes_the_wire(cluster):
-    address = cluster["worker"].address
+def test_a_client_with_another_key_or_of_a_stopped_server_takes_the_wire(in_process_servers):
+    address = in_process_servers["worker"].address
     assert in_process.in_process_channel(address, None) is not None
     assert in_process.in_process_channel(address, b"k" * 32) is None  # refused over the wire
     assert in_process.in_process_channel(f"localhost:{free_port()}", None) is None  # not here
-    cluster["worker"].stop()
+    in_process_servers["worker"].stop()
     assert in_process.in_process_channel(address, None) is None

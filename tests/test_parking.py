@@ -16,20 +16,13 @@ import pytest
 
 import nbdist as tf
 from nbdist.runtime import worker
-from nbdist.runtime.server_lib import Server
-from procs import free_port
 from traced_steps import build_model
 
 
-@pytest.fixture
-def servers(monkeypatch):
+@pytest.fixture(autouse=True)
+def _partitions_run_inline(monkeypatch):
     # Whether a partition is quick enough to run inline is the machine's business; here it is.
     monkeypatch.setattr(worker, "INLINE_RUN_S", 10.0)
-    cluster = {"ps": [f"localhost:{free_port()}"], "worker": [f"localhost:{free_port()}"]}
-    started = [Server(cluster, job_name=job, task_index=0) for job in cluster]
-    yield {s.server_def.job_name: s for s in started}
-    for s in started:
-        s.stop()
 
 
 def _train(target, model, steps):
@@ -42,32 +35,32 @@ def _train(target, model, steps):
         return sess.run([model.w, model.b, model.loss], feed)
 
 
-def test_training_steps_park_on_the_io_thread_and_compute_what_a_local_session_does(servers):
+def test_training_steps_park_on_the_io_thread_and_compute_what_a_local_session_does(in_process_servers):
     model = build_model()
-    remote = _train(servers["worker"].target, model, 10)
+    remote = _train(in_process_servers["worker"].target, model, 10)
     local = _train("", build_model(), 10)
     for got, want in zip(remote, local, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     # The first run of a signature goes to the pool; later ones run inline and park.
-    assert servers["ps"].worker.steps_parked >= 8
-    assert servers["worker"].worker.steps_parked >= 8
-    assert servers["ps"].status()["steps_parked"] == servers["ps"].worker.steps_parked
+    assert in_process_servers["ps"].worker.steps_parked >= 8
+    assert in_process_servers["worker"].worker.steps_parked >= 8
+    assert in_process_servers["ps"].status()["steps_parked"] == in_process_servers["ps"].worker.steps_parked
 
 
-def test_a_parked_partition_fails_at_its_deadline_naming_the_tensor_it_waits_for(servers):
+def test_a_parked_partition_fails_at_its_deadline_naming_the_tensor_it_waits_for(in_process_servers):
     model = build_model()
     feed = {model.x: np.ones((4, 3), np.float32)}
-    with tf.Session(servers["worker"].target, graph=model.graph) as sess:
+    with tf.Session(in_process_servers["worker"].target, graph=model.graph) as sess:
         sess.run(model.init)
         for _ in range(3):
             sess.run(model.train, feed)  # now the worker's partition runs inline
-        parked = servers["worker"].worker.steps_parked
-        servers["ps"].worker.delay_s = 1.0  # the ps sends w/read only after 1 s
+        parked = in_process_servers["worker"].worker.steps_parked
+        in_process_servers["ps"].worker.delay_s = 1.0  # the ps sends w/read only after 1 s
         options = tf.RunOptions(timeout_in_ms=300)
         with pytest.raises(tf.errors.DeadlineExceededError) as caught:
             sess.run(model.train, feed, options=options)
-        servers["ps"].worker.delay_s = 0.0
-        assert servers["worker"].worker.steps_parked == parked + 1
+        in_process_servers["ps"].worker.delay_s = 0.0
+        assert in_process_servers["worker"].worker.steps_parked == parked + 1
         assert "/job:worker/replica:0/task:0" in caught.value.message
         # The ps's RunGraph waits out its own deadline too, so its tensors may arrive just as the
         # worker gives up: whichever are still missing are named, with the task they come from.
@@ -75,17 +68,17 @@ def test_a_parked_partition_fails_at_its_deadline_naming_the_tensor_it_waits_for
         # Nothing is left waiting: the next steps run (and park) as before.
         for _ in range(2):
             sess.run(model.train, feed)
-        assert servers["worker"].worker.steps_parked >= parked + 2
+        assert in_process_servers["worker"].worker.steps_parked >= parked + 2
 
 
-def test_closing_the_session_ends_a_parked_partition(servers):
+def test_closing_the_session_ends_a_parked_partition(in_process_servers):
     model = build_model()
     feed = {model.x: np.ones((4, 3), np.float32)}
-    sess = tf.Session(servers["worker"].target, graph=model.graph)
+    sess = tf.Session(in_process_servers["worker"].target, graph=model.graph)
     sess.run(model.init)
     for _ in range(3):
         sess.run(model.train, feed)
-    servers["ps"].worker.delay_s = 1.0  # the worker's partition waits (parked) for w/read
+    in_process_servers["ps"].worker.delay_s = 1.0  # the worker's partition waits (parked) for w/read
     box = {}
 
     def step():
@@ -99,16 +92,16 @@ def test_closing_the_session_ends_a_parked_partition(servers):
     time.sleep(0.3)
     sess.close()
     t.join(10)
-    servers["ps"].worker.delay_s = 0.0
+    in_process_servers["ps"].worker.delay_s = 0.0
     assert not t.is_alive()
     assert isinstance(box.get("error"), tf.errors.CancelledError), box
     assert "closed" in box["error"].message
 
 
-def test_a_tensor_arriving_for_a_step_that_ended_here_is_dropped(servers):
+def test_a_tensor_arriving_for_a_step_that_ended_here_is_dropped(in_process_servers):
     model = build_model()
-    _train(servers["worker"].target, model, 3)
-    ps = servers["ps"].worker
+    _train(in_process_servers["worker"].target, model, 3)
+    ps = in_process_servers["ps"].worker
     assert ps.status()["tensors_held"] == 0
     ps.rendezvous.cleanup(12345)  # as the RunGraph of step 12345 ends here
     ps.rendezvous.put_all(12345, [["late;key", np.ones(1000, np.float32)]])  # a late push for it
@@ -124,14 +117,14 @@ def _queue_graph():
         return graph, q.enqueue([x], name="put"), q.dequeue(name="take"), q.size(name="size")
 
 
-def test_a_dequeue_waiting_on_an_empty_queue_is_parked_and_woken_by_the_enqueue(servers):
+def test_a_dequeue_waiting_on_an_empty_queue_is_parked_and_woken_by_the_enqueue(in_process_servers):
     """Queues notify their resource manager: a partition waiting on one is parked on the I/O
     thread (no pool thread held), so many waiting steps cost no threads, and an enqueue from
     another session wakes them."""
     graph, put, take, _ = _queue_graph()
-    ps = servers["ps"]
+    ps = in_process_servers["ps"]
     taker = tf.Session(ps.target, graph=graph)
-    putter = tf.Session(servers["worker"].target, graph=graph)
+    putter = tf.Session(in_process_servers["worker"].target, graph=graph)
     putter.run(put, {"x:0": 1.0})
     assert taker.run(take) == 1.0  # the first run of a signature goes to the pool; now it is quick
     parked = ps.worker.steps_parked
@@ -155,10 +148,10 @@ def test_a_dequeue_waiting_on_an_empty_queue_is_parked_and_woken_by_the_enqueue(
     putter.close()
 
 
-def test_a_long_parked_wait_says_what_it_waits_for(servers, monkeypatch, caplog):
+def test_a_long_parked_wait_says_what_it_waits_for(in_process_servers, monkeypatch, caplog):
     monkeypatch.setattr(worker, "HANG_REPORT_S", 0.3)
     graph, put, take, _ = _queue_graph()
-    with tf.Session(servers["ps"].target, graph=graph) as sess:
+    with tf.Session(in_process_servers["ps"].target, graph=graph) as sess:
         sess.run(put, {"x:0": 1.0})
         sess.run(take)
         with (

@@ -13,8 +13,6 @@ import pytest
 import nbdist as tf
 from nbdist.graph.graph_def import NodeDef
 from nbdist.runtime.partition import bypass_relays
-from nbdist.runtime.server_lib import Server
-from procs import free_port
 
 PS, WORKER = "/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"
 
@@ -81,17 +79,9 @@ def test_a_chain_of_relays_is_bypassed_whole():
     assert [(n.name, n.input) for n in out] == [("a", []), ("c", ["x", "^a"])]
 
 
-@pytest.fixture
-def cluster():
-    spec = {"ps": [f"localhost:{free_port()}"], "worker": [f"localhost:{free_port()}"]}
-    started = [Server(spec, job_name=job, task_index=0) for job in spec]
-    yield tf.train.ClusterSpec(spec), started[1]
-    for s in started:
-        s.stop()
-
-
-def test_a_training_step_sends_no_control_round_trip_and_trains_as_before(cluster):
-    spec, worker = cluster
+def test_a_training_step_sends_no_control_round_trip_and_trains_as_before(in_process_servers):
+    worker = in_process_servers["worker"]
+    spec = tf.train.ClusterSpec(worker.server_def.cluster)
     graph = tf.Graph()
     with graph.as_default():
         setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=spec)
