@@ -7,11 +7,8 @@ monitored sessions recover from the latest checkpoint, and that a plain session 
 """
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,68 +16,16 @@ import numpy as np
 import pytest
 
 import nbdist as tf
-from procs import REPO, ServerProcs, cluster_dict, wait_gone
+from procs import LoggedProcs, ServerProcs, cluster_dict, wait_gone
 
 pytestmark = pytest.mark.slow
 
 SCRIPT = str(Path(__file__).parent / "train_scripts" / "async_mts.py")
 
 
-class _Procs:
-    """Script processes, stdout and stderr (the log) in one file each; killed by PID at `stop()`."""
-
-    def __init__(self, tmp_path):
-        self.tmp_path = tmp_path
-        self.procs = {}
-        self.env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-
-    def start(self, name, *args):
-        out = open(self.tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
-        proc = subprocess.Popen(
-            [sys.executable, SCRIPT, *args], stdout=out, stderr=subprocess.STDOUT, env=self.env
-        )
-        self.procs[name] = (proc, out)
-        return proc
-
-    def text(self, name):
-        return (self.tmp_path / f"{name}.log").read_text()
-
-    def wait_for(self, name, pattern, timeout_s):
-        """Waits until the process's output matches `pattern`; returns the match."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            m = re.search(pattern, self.text(name))
-            if m:
-                return m
-            proc = self.procs[name][0]
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(
-            f"{name}: no {pattern!r} in its output within {timeout_s} s:\n{self.text(name)[-3000:]}"
-        )
-
-    def wait_exit(self, name, timeout_s):
-        proc = self.procs[name][0]
-        try:
-            return proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(
-                f"{name} (pid {proc.pid}) still running after {timeout_s} s:\n{self.text(name)[-3000:]}"
-            ) from None
-
-    def stop(self):
-        for proc, _ in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-        for proc, out in self.procs.values():
-            proc.wait(10)
-            out.close()
-
-
 @pytest.fixture
 def procs(tmp_path):
-    p = _Procs(tmp_path)
+    p = LoggedProcs(tmp_path)
     yield p
     p.stop()
 
@@ -98,14 +43,14 @@ def test_monitored_training_recovers_from_a_ps_restart(procs, tmp_path):
     cluster = json.dumps(cluster_dict(ps=1, worker=2))
     ckpt = str(tmp_path / "ckpt")
     last_step = 400
-    procs.start("ps", cluster, "ps", "0")
+    procs.start("ps", SCRIPT, cluster, "ps", "0")
     procs.wait_for("ps", "ps ready", 30)
     # The non-chief starts first: it must wait, saying for what and for whom.
-    procs.start("w1", cluster, "worker", "1", ckpt, str(last_step), "0.02")
+    procs.start("w1", SCRIPT, cluster, "worker", "1", ckpt, str(last_step), "0.02")
     waiting = procs.wait_for("w1", r"Waiting for model to be ready.*", 30).group(0)
     assert "uninitialized variables: w, global_step on /job:ps/task:0" in waiting
     assert "The chief (/job:worker/task:0) should initialize them" in waiting
-    procs.start("w0", cluster, "worker", "0", ckpt, str(last_step), "0.02")
+    procs.start("w0", SCRIPT, cluster, "worker", "0", ckpt, str(last_step), "0.02")
 
     deadline = time.monotonic() + 60
     while _latest_step(ckpt) < 30:
@@ -116,7 +61,7 @@ def test_monitored_training_recovers_from_a_ps_restart(procs, tmp_path):
     assert wait_gone([ps.pid], 10)
     restored = tf.train.latest_checkpoint(ckpt)  # only the ps writes checkpoints: this is final
     k = int(restored.rsplit("-", 1)[1])
-    procs.start("ps2", cluster, "ps", "0")
+    procs.start("ps2", SCRIPT, cluster, "ps", "0")
     procs.wait_for("ps2", "ps ready", 30)
 
     assert procs.wait_exit("w0", 120) == 0, procs.text("w0")[-3000:]
@@ -142,7 +87,7 @@ def test_monitored_training_recovers_from_a_ps_restart(procs, tmp_path):
 def test_server_join_ends_cleanly_on_sigterm_and_sigint(procs):
     for sig in (signal.SIGTERM, signal.SIGINT):
         name = f"ps-{sig.name}"
-        procs.start(name, json.dumps(cluster_dict(ps=1)), "ps", "0")
+        procs.start(name, SCRIPT, json.dumps(cluster_dict(ps=1)), "ps", "0")
         procs.wait_for(name, "ps ready", 30)
         time.sleep(0.2)  # let it reach join()
         start = time.monotonic()
@@ -154,7 +99,7 @@ def test_server_join_ends_cleanly_on_sigterm_and_sigint(procs):
 
 def test_plain_session_gets_unavailable_and_restore_brings_training_back(procs, tmp_path):
     cluster = cluster_dict(ps=1, worker=1)
-    procs.start("ps", json.dumps(cluster), "ps", "0")
+    procs.start("ps", SCRIPT, json.dumps(cluster), "ps", "0")
     procs.wait_for("ps", "ps ready", 30)
     graph = tf.Graph()
     with graph.as_default():
@@ -182,7 +127,7 @@ def test_plain_session_gets_unavailable_and_restore_brings_training_back(procs, 
             match=rf"/job:ps/replica:0/task:0 at {cluster['ps'][0]} is unavailable",
         ):
             sess.run(train)
-        procs.start("ps2", json.dumps(cluster), "ps", "0")
+        procs.start("ps2", SCRIPT, json.dumps(cluster), "ps", "0")
         procs.wait_for("ps2", "ps ready", 30)
         sess.close()
         sess = tf.Session(server.target, graph=graph, config=config)
