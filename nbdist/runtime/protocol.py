@@ -1,0 +1,268 @@
+"""The messages of nbdist's services, one small dataclass per request and reply.
+
+A message's fields are exactly the keys of the header map the wire carries (`body`; the
+wire adds ``v``, ``type`` and ``id``), and `from_msg` reads one back from a decoded message:
+a field without a default is required, and its absence is a `KeyError`, which the server
+answers as a malformed request naming the field. An optional field (``optional=True``) is
+left out of the header while it is None. Nothing here touches a socket: the services build
+and read these, `nbdist.runtime.net` moves them.
+
+docs/protocol.md's message tables are generated from these classes (``python
+docs/gen_protocol.py``; `tests/test_protocol.py` fails when they are stale), so a field's
+``shown`` text is what the table says of it.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+_REQUIRED = dataclasses.MISSING
+
+
+def _field(shown, default=_REQUIRED, optional=False, factory=None):
+    """A message field. `shown`: how docs/protocol.md's table names it (``feeds [arrays]``);
+    `default` (or a `factory` of it) when the header lacks it; `optional`: left out of the
+    header while None."""
+    metadata = {"shown": shown, "optional": optional, "factory": factory}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    if default is _REQUIRED and not optional:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=None if default is _REQUIRED else default, metadata=metadata)
+
+
+class Message:
+    """What every message class has: its wire type, its service and its reply class."""
+
+    TYPE: ClassVar[str]
+    SERVICE: ClassVar[str]  # "master", "worker", "server" or "client" (sent to a client)
+    REPLY: ClassVar[Any] = None  # the reply's class; None: one-way, or itself a reply
+    NOTE: ClassVar[str] = ""  # said of the body in docs/protocol.md's table
+    _wire: ClassVar[tuple] = ()  # (name, required, default, factory, optional) per field (`message`)
+
+    def body(self):
+        """The header map of this message (without ``v``, ``type``, ``id``)."""
+        out = {}
+        for name, _, _, _, optional in self._wire:
+            value = getattr(self, name)
+            if not (optional and value is None):
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_msg(cls, msg):
+        """The message in a decoded header map. Raises `KeyError` naming a missing field."""
+        values = []
+        for name, required, default, factory, _ in cls._wire:
+            if required or name in msg:
+                values.append(msg[name])
+            else:
+                values.append(default if factory is None else factory())
+        return cls(*values)
+
+
+def message(type_, service, reply=None, note=""):
+    """Class decorator: a slotted dataclass that is the `type_` message of `service`."""
+
+    def make(cls):
+        cls = dataclass(slots=True)(cls)
+        cls.TYPE, cls.SERVICE, cls.REPLY, cls.NOTE = type_, service, reply, note
+        cls._wire = tuple(
+            (
+                f.name,
+                f.default is _REQUIRED and f.default_factory is _REQUIRED,
+                None if f.default is _REQUIRED else f.default,
+                f.metadata["factory"],
+                f.metadata["optional"],
+            )
+            for f in dataclasses.fields(cls)
+        )
+        MESSAGES.append(cls)
+        return cls
+
+    return make
+
+
+MESSAGES = []  # every message class, in the order of docs/protocol.md's tables
+
+
+def shown_fields(cls):
+    """docs/protocol.md's words for the body of `cls`: ``handle``, ``[deliver_to]``..."""
+    parts = []
+    for f in dataclasses.fields(cls):
+        text = f"`{f.metadata['shown']}`"
+        parts.append(f"[{text}]" if f.metadata["optional"] else text)
+    return ", ".join(parts)
+
+
+# -- the master service ------------------------------------------------------------------------------
+@message("CreateSessionResponse", "master")
+class CreateSessionResponse(Message):
+    handle: str = _field("handle")
+    cluster: dict = _field("cluster")
+
+
+@message("CreateSession", "master", CreateSessionResponse, note="`config` holds `device_filters`")
+class CreateSessionRequest(Message):
+    graph_def: dict = _field("graph_def")
+    config: dict = _field("config", default=None)
+
+
+@message("ExtendSessionResponse", "master")
+class ExtendSessionResponse(Message):
+    pass
+
+
+@message(
+    "ExtendSession",
+    "master",
+    ExtendSessionResponse,
+    note="`graph_def` holds only the new nodes; `version`: how many nodes the client sent before",
+)
+class ExtendSessionRequest(Message):
+    handle: str = _field("handle")
+    graph_def: dict = _field("graph_def")
+    version: int = _field("version")
+
+
+@message("RunStepResponse", "master")
+class RunStepResponse(Message):
+    fetches: list = _field("fetches [arrays or None]")
+    meta: dict = _field("meta")
+
+
+@message(
+    "RunStep",
+    "master",
+    RunStepResponse,
+    note="with `completes`, the reply may be the worker's `FetchedTensors {..., complete}`",
+)
+class RunStepRequest(Message):
+    handle: str = _field("handle")
+    fetches: list = _field("fetches [names]")
+    targets: list = _field("targets [op names]")
+    feeds: dict = _field("feeds {tensor name: array}", factory=dict)
+    timeout_s: float = _field("timeout_s", default=None)
+    trace: bool = _field("trace", default=False)
+    deliver_to: bytes = _field("deliver_to", default=None)
+    run_id: int = _field("run_id", default=None)
+    completes: bool = _field("completes", optional=True)
+
+
+@message("CloseSessionResponse", "master")
+class CloseSessionResponse(Message):
+    pass
+
+
+@message("CloseSession", "master", CloseSessionResponse)
+class CloseSessionRequest(Message):
+    handle: str = _field("handle")
+
+
+@message("ResetResponse", "master")
+class ResetResponse(Message):
+    pass
+
+
+@message("Reset", "master", ResetResponse, note="no `containers`: every container")
+class ResetRequest(Message):
+    containers: list = _field("containers", default=None)
+    timeout_s: float = _field("timeout_s", default=None)
+
+
+# -- the worker service ------------------------------------------------------------------------------
+@message("RegisterGraphResponse", "worker")
+class RegisterGraphResponse(Message):
+    handle: str = _field("handle")
+
+
+@message("RegisterGraph", "worker", RegisterGraphResponse, note="`graph_def`: one partition")
+class RegisterGraphRequest(Message):
+    graph_def: dict = _field("graph_def")
+    feeds: list = _field("feeds")
+    fetches: list = _field("fetches")
+    targets: list = _field("targets")
+
+
+@message("RunGraphResponse", "worker")
+class RunGraphResponse(Message):
+    fetches: list = _field("fetches [arrays] or None")
+    stats: dict = _field("stats", default=None)
+    delivered: bool = _field("delivered", optional=True)
+    completed: bool = _field("completed", optional=True)
+
+
+@message(
+    "RunGraph",
+    "worker",
+    RunGraphResponse,
+    note="with `deliver_to`, the fetches may go first to the client as `FetchedTensors`",
+)
+class RunGraphRequest(Message):
+    handle: str = _field("handle")
+    step_id: int = _field("step_id")
+    timeout_s: float = _field("timeout_s", default=None)
+    feeds: list = _field("feeds [arrays]", factory=list)
+    trace: bool = _field("trace", default=False)
+    session: str = _field("session", default="")
+    master: str = _field("master", default="")
+    deliver_to: bytes = _field("deliver_to", optional=True)
+    run_id: int = _field("run_id", optional=True)
+    complete: dict = _field("complete", optional=True)
+
+
+@message("DeregisterGraphResponse", "worker")
+class DeregisterGraphResponse(Message):
+    pass
+
+
+@message(
+    "DeregisterGraph", "worker", DeregisterGraphResponse, note="sent by the master when the session closes"
+)
+class DeregisterGraphRequest(Message):
+    handle: str = _field("handle")
+
+
+@message("AbortStep", "worker")
+class AbortStep(Message):
+    step_id: int = _field("step_id")
+    message: str = _field("message", default="aborted")
+
+
+@message(
+    "SendTensor",
+    "worker",
+    note="every tensor a partition's run queued for that task since it last paused",
+)
+class SendTensor(Message):
+    step_id: int = _field("step_id")
+    tensors: list = _field("tensors [[key, tensor], ...]")
+
+
+@message("CleanupAllResponse", "worker")
+class CleanupAllResponse(Message):
+    pass
+
+
+@message(
+    "CleanupAll",
+    "worker",
+    CleanupAllResponse,
+    note="no `containers`: every container; `session`: only that closed session's own resources",
+)
+class CleanupAllRequest(Message):
+    containers: list = _field("containers", default=None)
+    session: str = _field("session", default=None)
+
+
+# -- to a client ---------------------------------------------------------------------------------------
+@message(
+    "FetchedTensors",
+    "client",
+    note="a worker to the client named by `deliver_to`; with `complete`, the step's reply",
+)
+class FetchedTensors(Message):
+    run_id: int = _field("run_id")
+    task: str = _field("task")
+    fetches: list = _field("fetches [arrays]")
+    complete: dict = _field("complete", optional=True)
