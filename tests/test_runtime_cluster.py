@@ -403,11 +403,11 @@ def test_fetches_from_several_tasks_come_back_in_place(servers):
 
 
 def test_a_worker_that_cannot_reach_the_client_hands_fetches_to_the_master(servers, monkeypatch):
-    from nbdist.runtime import remote
+    from nbdist.runtime import fetch_delivery
 
-    monkeypatch.setattr(remote, "_inboxes", threading.local())  # a client of its own
+    monkeypatch.setattr(fetch_delivery, "_inboxes", threading.local())  # a client of its own
     never_connects = lambda self, addresses, key, user: None  # noqa: E731
-    monkeypatch.setattr(remote._FetchInbox, "connect", never_connects)
+    monkeypatch.setattr(fetch_delivery.ClientInbox, "connect", never_connects)
     far, _, near = _mixed_fetches()
     with tf.Session(servers.target("local", 0)) as sess:
         got = sess.run([far, near])

@@ -29,9 +29,22 @@ from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
 from nbdist.runtime import placer
 from nbdist.runtime.executor import check_fed_value
+from nbdist.runtime.fetch_delivery import StepFetches
 from nbdist.runtime.net.serving import DEFERRED, Rpc
 from nbdist.runtime.partition import partition
 from nbdist.runtime.plan_compiler import prune_and_sort
+from nbdist.runtime.protocol import (
+    CloseSessionRequest,
+    CloseSessionResponse,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    ExtendSessionRequest,
+    ExtendSessionResponse,
+    ResetRequest,
+    ResetResponse,
+    RunGraphRequest,
+    RunStepRequest,
+)
 from nbdist.runtime.worker import LocalWorker, RemoteWorker, graph_handle_incarnation
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
@@ -96,13 +109,8 @@ def _check_feeds(session, feeds):
         check_fed_value(name, *node.output[int(index)], value)
 
 
-def _signature(session, msg):
-    return (
-        len(session.nodes),
-        tuple(msg.get("feeds", {})),
-        tuple(msg.get("fetches", ())),
-        tuple(msg.get("targets", ())),
-    )
+def _signature(session, request):
+    return (len(session.nodes), tuple(request.feeds), tuple(request.fetches), tuple(request.targets))
 
 
 class _StepPlan:
@@ -166,22 +174,25 @@ class MasterService:
         }
 
     def _rpc_create_session(self, msg, responder):
-        handle = self.create_session(msg["graph_def"], msg.get("config"))
+        request = CreateSessionRequest.from_msg(msg)
+        handle = self.create_session(request.graph_def, request.config)
         # The cluster lets the client connect to every worker, which then sends fetched
         # tensors to it directly.
-        return "CreateSessionResponse", {"handle": handle, "cluster": self.cluster.as_dict()}
+        return CreateSessionResponse(handle, self.cluster.as_dict()).as_answer()
 
     def _rpc_extend_session(self, msg, responder):
-        self.extend_session(msg["handle"], msg["graph_def"], msg["version"])
-        return "ExtendSessionResponse", {}
+        request = ExtendSessionRequest.from_msg(msg)
+        self.extend_session(request.handle, request.graph_def, request.version)
+        return ExtendSessionResponse().as_answer()
 
     def _rpc_close_session(self, msg, responder):
-        self.close_session(msg["handle"])
-        return "CloseSessionResponse", {}
+        self.close_session(CloseSessionRequest.from_msg(msg).handle)
+        return CloseSessionResponse().as_answer()
 
     def _rpc_reset(self, msg, responder):
-        self.reset(msg.get("containers"), msg.get("timeout_s"))
-        return "ResetResponse", {}
+        request = ResetRequest.from_msg(msg)
+        self.reset(request.containers, request.timeout_s)
+        return ResetResponse().as_answer()
 
     # -- sessions -------------------------------------------------------------------------------
     def create_session(self, graph_def, config):
@@ -251,39 +262,40 @@ class MasterService:
     def run_step(self, msg, responder):
         """Starts one step; the reply goes through `responder`. Runs on the I/O thread."""
         arrived_s = time.time()  # the RunStep span starts here, before any planning
-        session = self._session(msg["handle"])
-        _check_feeds(session, msg.get("feeds", {}))
-        plan = session.steps.get(_signature(session, msg))
+        request = RunStepRequest.from_msg(msg)
+        session = self._session(request.handle)
+        _check_feeds(session, request.feeds)
+        plan = session.steps.get(_signature(session, request))
         if plan is None:
-            self.loop.submit(self._plan_then_start, session, msg, responder, arrived_s)
+            self.loop.submit(self._plan_then_start, session, request, responder, arrived_s)
         else:
             calls = []  # service calls are a trace's: an untraced step takes no timestamps for them
-            if msg.get("trace"):
+            if request.trace:
                 calls.append(_event("master", "PartitionCache", self.task_device, hit=True))
-            _Step(self, plan, msg, responder, calls, False, arrived_s, session).start()
+            _Step(self, plan, request, responder, calls, False, arrived_s, session).start()
         return DEFERRED
 
-    def _plan_then_start(self, session, msg, responder, arrived_s):
+    def _plan_then_start(self, session, request, responder, arrived_s):
         calls = []
         try:
-            plan = self._plan(session, msg, calls)
+            plan = self._plan(session, request, calls)
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
 
         def start():
             try:
-                _Step(self, plan, msg, responder, calls, True, arrived_s, session).start()
+                _Step(self, plan, request, responder, calls, True, arrived_s, session).start()
             except Exception as e:  # noqa: BLE001 - a malformed request must still be answered
                 responder.fail(e)
 
         self.loop.post(start)
 
     # -- planning (pool) --------------------------------------------------------------------------------
-    def _plan(self, session, msg, calls):
-        feeds, fetches, targets = list(msg.get("feeds", {})), list(msg["fetches"]), list(msg["targets"])
+    def _plan(self, session, request, calls):
+        feeds, fetches, targets = list(request.feeds), list(request.fetches), list(request.targets)
         with session.lock:
-            signature = _signature(session, msg)
+            signature = _signature(session, request)
             if signature in session.steps:
                 return session.steps[signature]
             by_name = session.by_name
@@ -321,34 +333,27 @@ class MasterService:
 class _Step:
     """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, master, plan, msg, responder, calls, new, start_s, session):
+    def __init__(self, master, plan, request, responder, calls, new, start_s, session):
         self.master = master
         self.session = session
         self.plan = plan
-        self.feeds = msg.get("feeds", {})
-        self.fetches = msg["fetches"]
-        self.trace = bool(msg.get("trace"))
-        self.timeout_s = msg.get("timeout_s") or DEFAULT_STEP_TIMEOUT_S
-        self.deliver_to = msg.get("deliver_to")  # the client's routing id on every worker
-        self.run_id = msg.get("run_id")
-        # A step run by one other task alone, for a client that reads that task's link while it
-        # waits (``completes``): the task sends the client its fetches with this step's reply
-        # meta, and tells the master only that it did (one message less on the step's path).
-        (only,) = plan.parts if len(plan.parts) == 1 else (None,)
-        completes = msg.get("completes") and self.deliver_to and not new and not self.trace
-        self.completed_by = only if completes and only != master.task_device else None
-        self.completed = False
+        self.feeds = request.feeds
+        self.trace = bool(request.trace)
+        self.timeout_s = request.timeout_s or DEFAULT_STEP_TIMEOUT_S
+        self.fetched = StepFetches(request, plan.parts, master.task_device, new)
         self.responder = responder
         self.calls = calls
         self.new = new
         self.step_id = next(master._step_ids)
         self.start_s = start_s
-        self.results = {}
+        self.stats = {}  # task -> its partition's step stats (traced steps)
         self.waiting = set(plan.parts)
-        self.requests = {}  # task -> when its RunGraph started
         self.cancels = []  # forget the RunGraph replies still owed once the step failed
         self.done = False
         self.timer = None
+
+    def _meta(self):
+        return {"step_id": self.step_id, "new_partitioning": self.new, "master": self.master.task_device}
 
     def start(self):
         m, plan = self.master, self.plan
@@ -358,43 +363,37 @@ class _Step:
             if self.done:
                 return
             part = plan.parts[task]
-            body = {
-                "handle": plan.handles[task],
-                "step_id": self.step_id,
-                "timeout_s": self.timeout_s,
-                "feeds": [self.feeds[f] for f in part.feeds],
-                "trace": self.trace,
-                "session": self.session.handle,
-                "master": m.task_name,  # whose step: a task that loses this master aborts it
-            }
-            if self.deliver_to and part.fetches and task != m.task_device:
-                body.update(deliver_to=self.deliver_to, run_id=self.run_id)
-            if task == self.completed_by:
-                meta = {"step_id": self.step_id, "new_partitioning": False, "master": m.task_device}
-                order = [part.fetches.index(f) for f in self.fetches]  # the client's fetches in the part's
-                body.update(deliver_to=self.deliver_to, run_id=self.run_id)
-                body["complete"] = {"order": order, "meta": meta}
+            request = RunGraphRequest(
+                handle=plan.handles[task],
+                step_id=self.step_id,
+                timeout_s=self.timeout_s,
+                feeds=[self.feeds[f] for f in part.feeds],
+                trace=self.trace,
+                session=self.session.handle,
+                master=m.task_name,  # whose step: a task that loses this master aborts it
+            )
+            self.fetched.address(request, task, part, self._meta())
             if self.timer is None and task == m.task_device:
                 self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
             t0 = time.time()
-            self.requests[task] = t0
             cancel = m.worker(task).run_graph(
-                body, lambda result, task=task, t0=t0: self._task_done(task, result, t0), self.fail
+                request,
+                lambda response, via, task=task, t0=t0: self._task_done(task, response, via, t0),
+                self.fail,
             )
             if cancel is not None:
                 self.cancels.append(cancel)
         if self.timer is None and not self.done:
             self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
 
-    def _task_done(self, task, result, t0):
+    def _task_done(self, task, response, via, t0):
         if self.done:
             return
-        if result.get("delivered"):  # sent straight to the client; it fills these positions itself
-            result["fetches"] = _Delivered(len(self.plan.parts[task].fetches))
-            self.completed = bool(result.get("completed"))  # ... and it had the step's reply
-        self.results[task] = (result["fetches"], result.get("stats"))
+        self.fetched.received(task, self.plan.parts[task], response)
+        if response.stats:
+            self.stats[task] = response.stats
         if self.trace:
-            how = {"in_process": bool(result.get("in_process")), "via": result.get("via")}
+            how = {"in_process": via == "in process", "via": via}
             self.calls.append(_event("worker", "RunGraph", task, t0, step_id=self.step_id, **how))
         self.waiting.discard(task)
         if not self.waiting:
@@ -403,21 +402,10 @@ class _Step:
     def _finish(self):
         self.done = True
         self.session.running.discard(self)
-        self.master.loop.cancel(self.timer)
         m, plan = self.master, self.plan
-        values, direct = {}, {}
-        for task, (vals, _) in self.results.items():
-            names = plan.parts[task].fetches
-            if isinstance(vals, _Delivered):
-                direct[task] = [self.fetches.index(n) for n in names]
-                vals = [None] * len(names)
-            values.update(zip(names, vals, strict=True))
+        m.loop.cancel(self.timer)
         m.steps_run += 1
-        if self.completed:
-            return
-        meta = {"step_id": self.step_id, "new_partitioning": self.new, "master": m.task_device}
-        if direct:
-            meta["direct"] = direct
+        meta = self._meta()
         if self.trace:
             self.calls.insert(
                 0,
@@ -432,11 +420,13 @@ class _Step:
                 ),
             )
             meta["service_calls"] = self.calls
-            meta["step_stats"] = [stats for _, stats in self.results.values() if stats]
+            meta["step_stats"] = list(self.stats.values())
             meta["partition_graphs"] = {t: p.graph_def() for t, p in plan.parts.items()}
         if self.new or self.trace:
             meta["placement"] = plan.placement
-        self.responder.reply("RunStepResponse", {"fetches": [values[f] for f in self.fetches], "meta": meta})
+        response = self.fetched.reply(meta)
+        if response is not None:  # (None: the task that ran the step answered the client)
+            self.responder.reply(response.TYPE, response.body())
 
     def fail(self, error):
         if self.done:
@@ -496,15 +486,6 @@ def _restarted_task_error(session, error):
 def _cancel_running(session, reason):
     for step in list(session.running):
         step.fail(errors.CancelledError(None, None, f"step {step.step_id}: {reason} while it ran"))
-
-
-class _Delivered:
-    """A task's fetches that went straight to the client (`n` of them)."""
-
-    __slots__ = ("n",)
-
-    def __init__(self, n):
-        self.n = n
 
 
 def _event(service, method, task, start_s=None, **extra):

@@ -49,6 +49,10 @@ class Message:
                 out[name] = value
         return out
 
+    def as_answer(self):
+        """A service handler's answer: ``(type, header map)``."""
+        return self.TYPE, self.body()
+
     @classmethod
     def from_msg(cls, msg):
         """The message in a decoded header map. Raises `KeyError` naming a missing field."""

@@ -11,14 +11,15 @@ A master reaches workers through one stub interface, whether the worker is its o
 process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
 the I/O thread's `peers.PeerChannels`)::
 
-    handle = stub.register_graph(partition)            # a pool thread; may block
-    stub.deregister_graph(handle)                      # best effort
-    cancel = stub.run_graph(body, on_done, on_error)   # the I/O thread; never blocks
-    stub.abort_step(step_id, message)                  # the I/O thread; one-way
-    stub.cleanup_all(containers, timeout_s, session)   # a pool thread; may block
+    handle = stub.register_graph(partition)              # a pool thread; may block
+    stub.deregister_graph(handle)                        # best effort
+    cancel = stub.run_graph(request, on_done, on_error)  # the I/O thread; never blocks
+    stub.abort_step(step_id, message)                    # the I/O thread; one-way
+    stub.cleanup_all(containers, timeout_s, session)     # a pool thread; may block
 
-`run_graph` calls ``on_done({"fetches", "stats", "delivered", "in_process", "via"})`` or
-``on_error(exc)`` later, on the I/O thread.
+`run_graph` takes a `protocol.RunGraphRequest` and calls ``on_done(RunGraphResponse, via)``
+(`via`: ``"in process"``, ``"link"`` or ``"zmq"``) or ``on_error(exc)`` later, on the I/O
+thread. Where its fetched tensors go is `nbdist.runtime.fetch_delivery`'s.
 """
 
 import collections
@@ -33,8 +34,21 @@ from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
 from nbdist.runtime.executor import HANG_REPORT_EVERY_S, HANG_REPORT_S, ExecutionPlan, StepContext
+from nbdist.runtime.fetch_delivery import reply_run_graph
 from nbdist.runtime.net import transport
 from nbdist.runtime.net.serving import DEFERRED, Rpc
+from nbdist.runtime.protocol import (
+    AbortStep,
+    CleanupAllRequest,
+    CleanupAllResponse,
+    DeregisterGraphRequest,
+    DeregisterGraphResponse,
+    RegisterGraphRequest,
+    RegisterGraphResponse,
+    RunGraphRequest,
+    RunGraphResponse,
+    SendTensor,
+)
 from nbdist.runtime.rendezvous import Rendezvous
 
 # A partition that computed for less than this last time runs on the I/O thread (`runs_quickly`):
@@ -43,9 +57,6 @@ INLINE_RUN_S = 0.005
 # A parked run looks again this often even without a wake-up, as a blocking wait re-checks
 # its condition: a ready function whose resource changed without notifying still runs.
 PARKED_RECHECK_S = 0.1
-# Fetched tensors at least this large go straight to the client; smaller ones ride on the
-# RunGraph reply through the master (one message less per step).
-DIRECT_FETCH_MIN_BYTES = 64 * 1024
 
 
 def graph_handle_incarnation(handle):
@@ -123,18 +134,19 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, timeout_s=None, trace=False, session="", master=""):
-        """Runs a registered partition for `step_id`; returns ``(fetch values, trace dict)``.
+    def run_graph(self, request):
+        """Runs a registered partition for one step (a `RunGraphRequest`); returns ``(fetch
+        values, trace dict)``.
 
-        `master` is the task whose master issued the step (``/job:worker/task:0``): a step
-        of a master this task then loses is aborted (`master_lost`), and resources note
+        The request's `master` is the task whose master issued the step (``/job:worker/task:0``):
+        a step of a master this task then loses is aborted (`master_lost`), and resources note
         whose steps feed them.
 
         Raises:
             FailedPreconditionError: unknown handle (e.g. this task restarted).
             Any OpError of the partition's kernels, naming node and device.
         """
-        plan, ctx, began = self._begin(handle, step_id, feed_values, timeout_s, trace, session, master)
+        plan, ctx, began = self._begin(request)
         if self.delay_s:
             time.sleep(
                 self.delay_s
@@ -142,13 +154,13 @@ class WorkerService:
                 else max(0.0, min(self.delay_s, ctx.deadline - time.monotonic()))
             )
         try:
-            values = plan.run(ctx, feed_values)
+            values = plan.run(ctx, request.feeds)
         finally:
             transfers = self._end(ctx)
         self.steps_run += 1
         return values, self._stats(ctx, began, transfers)
 
-    def start_graph(self, handle, step_id, feed_values, timeout_s, trace, session, master, on_done, on_error):
+    def start_graph(self, request, on_done, on_error):
         """`run_graph` on the I/O thread, which it never blocks (only for `runs_quickly` plans).
 
         The partition runs as far as it can; if it then waits it is *parked* (`_ParkedRun`)
@@ -156,14 +168,15 @@ class WorkerService:
         ``on_error(exc)`` on the I/O thread when it is over.
         """
         try:
-            plan, ctx, began = self._begin(handle, step_id, feed_values, timeout_s, trace, session, master)
-            run = plan.start(ctx, feed_values)
+            plan, ctx, began = self._begin(request)
+            run = plan.start(ctx, request.feeds)
         except Exception as e:  # noqa: BLE001 - the step's error, answered like any other
             on_error(e)
             return
         _ParkedRun(self, plan, run, began, on_done, on_error).start()
 
-    def _begin(self, handle, step_id, feed_values, timeout_s, trace, session, master):
+    def _begin(self, request):
+        handle, timeout_s, master = request.handle, request.timeout_s, request.master
         plan = self._plans.get(handle)
         if plan is None:
             raise errors.FailedPreconditionError(
@@ -172,15 +185,15 @@ class WorkerService:
                 f"graph handle {handle!r} is not registered on {self.task_device} "
                 "(the task restarted?); create a new tf.Session so its partitions are registered again",
             )
-        plan.check_feeds(feed_values)
+        plan.check_feeds(request.feeds)
         ctx = StepContext(
             self.resources,
             self.rendezvous,
-            step_id,
+            request.step_id,
             None if timeout_s is None else time.monotonic() + timeout_s,
-            [] if trace else None,
+            [] if request.trace else None,
             self.task_device + "/device:CPU:0",
-            session,
+            request.session,
             master if isinstance(master, str) else "",
         )
         with self._lock:
@@ -293,82 +306,54 @@ class WorkerService:
         }
 
     def _rpc_register_graph(self, msg, responder):
-        handle = self.register_graph(msg["graph_def"], msg["feeds"], msg["fetches"], msg["targets"])
-        return "RegisterGraphResponse", {"handle": handle}
+        request = RegisterGraphRequest.from_msg(msg)
+        handle = self.register_graph(request.graph_def, request.feeds, request.fetches, request.targets)
+        return RegisterGraphResponse(handle).as_answer()
 
     def _rpc_deregister_graph(self, msg, responder):
-        self.deregister_graph(msg["handle"])
-        return "DeregisterGraphResponse", {}
+        self.deregister_graph(DeregisterGraphRequest.from_msg(msg).handle)
+        return DeregisterGraphResponse().as_answer()
 
     def _rpc_run_graph(self, msg, responder):
-        master = msg.get("master", "")
+        request = RunGraphRequest.from_msg(msg)
+        master = request.master
         if master and isinstance(master, str) and master not in self._watched_masters:
             self.loop.post(lambda: self.watch_master(master))
-        args = (
-            msg["handle"],
-            msg["step_id"],
-            msg.get("feeds", []),
-            msg.get("timeout_s"),
-            msg.get("trace", False),
-            msg.get("session", ""),
-            master,
-        )
         if self.loop.on_io_thread:  # the loop found it quick (`runs_quickly`): never block here
             self.start_graph(
-                *args,
-                lambda values, stats: self._answer_run_graph(msg, responder, values, stats),
+                request,
+                lambda values, stats: self._answer_run_graph(request, responder, values, stats),
                 responder.fail,
             )
         else:
-            self._answer_run_graph(msg, responder, *self.run_graph(*args))
+            self._answer_run_graph(request, responder, *self.run_graph(request))
         return DEFERRED
 
-    def _answer_run_graph(self, msg, responder, values, stats):
-        client = msg.get("deliver_to")
-        complete = msg.get("complete")  # the master's reply meta: this run completes the client's step
-        if not client or (
-            complete is None and sum(getattr(v, "nbytes", 0) for v in values) < DIRECT_FETCH_MIN_BYTES
-        ):  # small: riding on the reply costs less
-            responder.reply("RunGraphResponse", {"fetches": values, "stats": stats})
-            return
-        # Fetched tensors go straight to the client that asked for them (peer to peer, not
-        # relayed through the master); the master only learns that they were delivered. A
-        # completing run goes only over the client's link, which the client reads meanwhile.
-        loop = self.loop
-        body = {"run_id": msg["run_id"], "task": self.task_device, "fetches": values}
-        if complete is not None:
-            body["complete"] = complete
-        frames = loop.encode("FetchedTensors", body)
+    def _answer_run_graph(self, request, responder, values, stats):
+        reply_run_graph(self.loop, responder, request, self.task_device, values, stats, self._completed_one)
 
-        def deliver():
-            delivered = loop.send_to(client, frames, link_only=complete is not None)
-            body = {"fetches": None if delivered else values, "stats": stats, "delivered": delivered}
-            if delivered and complete is not None:
-                body["completed"] = True
-                self.steps_completed += 1
-            responder.reply("RunGraphResponse", body)
-
-        if loop.on_io_thread:
-            deliver()
-        else:
-            loop.post(deliver)
+    def _completed_one(self):
+        self.steps_completed += 1
 
     def _rpc_abort_step(self, msg, responder):
-        self.abort_step(msg["step_id"], msg.get("message", "aborted"))
+        request = AbortStep.from_msg(msg)
+        self.abort_step(request.step_id, request.message)
         return None, None
 
     def _rpc_send_tensor(self, msg, responder):
-        tensors = msg["tensors"]
+        request = SendTensor.from_msg(msg)
+        tensors = request.tensors
         if not isinstance(tensors, list) or not all(isinstance(t, list) and len(t) == 2 for t in tensors):
             raise errors.InvalidArgumentError(
                 None, None, "SendTensor: 'tensors' must be [[key, tensor], ...]"
             )
-        self.rendezvous.put_all(msg["step_id"], tensors)
+        self.rendezvous.put_all(request.step_id, tensors)
         return None, None  # one-way: one message per destination task and pause of a partition
 
     def _rpc_cleanup_all(self, msg, responder):
-        self.cleanup_all(msg.get("containers"), msg.get("session"))
-        return "CleanupAllResponse", {}
+        request = CleanupAllRequest.from_msg(msg)
+        self.cleanup_all(request.containers, request.session)
+        return CleanupAllResponse().as_answer()
 
 
 def _part_args(part):
@@ -393,23 +378,14 @@ class LocalWorker:
     def deregister_graph(self, handle):
         self.service.deregister_graph(handle)
 
-    def run_graph(self, body, on_done, on_error):
-        args = (
-            body["handle"],
-            body["step_id"],
-            body["feeds"],
-            body["timeout_s"],
-            body["trace"],
-            body["session"],
-            body.get("master", ""),
-        )
+    def run_graph(self, request, on_done, on_error):
         service, loop = self.service, self._loop
 
         def done(values, stats):
-            on_done({"fetches": values, "stats": stats, "in_process": True, "via": "in process"})
+            on_done(RunGraphResponse(values, stats), "in process")
 
-        if service.runs_quickly(args[0]):
-            service.start_graph(*args, done, on_error)
+        if service.runs_quickly(request.handle):
+            service.start_graph(request, done, on_error)
             return None
 
         def finished(future):
@@ -419,7 +395,7 @@ class LocalWorker:
             else:
                 done(*future.result())
 
-        future = loop.submit(service.run_graph, *args)
+        future = loop.submit(service.run_graph, request)
         future.add_done_callback(lambda f: loop.post(lambda: finished(f)))
         return None
 
@@ -443,40 +419,33 @@ class RemoteWorker:
         self._loop = loop
         self._key = key
 
-    def register_graph(self, part):
-        body = dict(zip(("graph_def", "feeds", "fetches", "targets"), _part_args(part), strict=True))
+    def _call(self, request, timeout_s):
         channel = transport.channel_to(self.address, self.task, self._key)
-        return channel.call("RegisterGraph", body, timeout_s=60.0)["handle"]
+        return channel.call(request.TYPE, request.body(), timeout_s=timeout_s)
+
+    def register_graph(self, part):
+        reply = self._call(RegisterGraphRequest(*_part_args(part)), timeout_s=60.0)
+        return RegisterGraphResponse.from_msg(reply).handle
 
     def deregister_graph(self, handle):
-        channel = transport.channel_to(self.address, self.task, self._key)
         with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
-            channel.call("DeregisterGraph", {"handle": handle}, timeout_s=5.0)
+            self._call(DeregisterGraphRequest(handle), timeout_s=5.0)
 
-    def run_graph(self, body, on_done, on_error):
+    def run_graph(self, request, on_done, on_error):
         peers = self._loop.peers
 
         def reply(msg):
-            on_done(
-                {
-                    "fetches": msg["fetches"],
-                    "stats": msg.get("stats"),
-                    "delivered": msg.get("delivered"),
-                    "completed": msg.get("completed"),
-                    "via": peers.via(self.address),
-                }
-            )
+            on_done(RunGraphResponse.from_msg(msg), peers.via(self.address))
 
-        request_id = peers.request(self.address, self.task, "RunGraph", body, reply, on_error)
+        request_id = peers.request(self.address, self.task, request.TYPE, request.body(), reply, on_error)
         return None if request_id is None else (lambda: peers.forget(self.address, request_id))
 
     def abort_step(self, step_id, message):
-        self._loop.peers.send(self.address, self.task, "AbortStep", {"step_id": step_id, "message": message})
+        abort = AbortStep(step_id, message)
+        self._loop.peers.send(self.address, self.task, abort.TYPE, abort.body())
 
     def cleanup_all(self, containers, timeout_s=None, session=None):
-        channel = transport.channel_to(self.address, self.task, self._key)
-        body = {"containers": list(containers or []), "session": session}
-        channel.call("CleanupAll", body, timeout_s=timeout_s)
+        self._call(CleanupAllRequest(list(containers or []), session), timeout_s=timeout_s)
 
 
 class _ParkedRun:
