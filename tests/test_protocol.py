@@ -7,8 +7,10 @@ import sys
 import numpy as np
 import pytest
 
+import nbdist as tf
 from nbdist.runtime import protocol
-from nbdist.runtime.net import wire
+from nbdist.runtime.net import transport, wire
+from nbdist.runtime.net.serving import Rpc
 from nbdist.runtime.server_lib import Server
 from procs import REPO, free_port
 
@@ -80,3 +82,38 @@ def test_defaults_fill_what_an_older_client_leaves_out():
     assert step.feeds == {} and step.timeout_s is None and step.trace is False and step.completes is None
     other = protocol.RunStepRequest.from_msg({"handle": "h", "fetches": [], "targets": []})
     assert other.feeds is not step.feeds  # each its own
+
+
+# -- the recipe for a new RPC, as a toy: a message pair, a service's handler, a caller -------------
+@protocol.message("EchoResponse", "worker", listed=False)
+class EchoResponse(protocol.Message):
+    text: str = protocol.field("text")
+
+
+@protocol.message("Echo", "worker", EchoResponse, listed=False)
+class EchoRequest(protocol.Message):
+    text: str = protocol.field("text")
+    times: int = protocol.field("times", default=1)
+
+
+class EchoService:
+    def rpc_table(self):
+        return {"Echo": Rpc(self._rpc_echo, inline=True)}
+
+    def _rpc_echo(self, msg, responder):
+        request = EchoRequest.from_msg(msg)
+        return EchoResponse(request.text * request.times).as_answer()
+
+
+def test_a_new_rpc_is_a_message_pair_a_handler_and_a_call():
+    server = Server.create_local_server()
+    try:
+        server.add_service(EchoService())
+        channel = transport.channel_to(server.address, "the toy server", wire.default_key())
+        request = EchoRequest("ab", times=3)
+        reply = EchoResponse.from_msg(channel.call(request.TYPE, request.body(), timeout_s=10.0))
+        assert reply.text == "ababab"
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Echo request is missing field 'text'"):
+            channel.call("Echo", {}, timeout_s=10.0)
+    finally:
+        server.stop()

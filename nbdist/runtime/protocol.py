@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 _REQUIRED = dataclasses.MISSING
 
 
-def _field(shown, default=_REQUIRED, optional=False, factory=None):
+def field(shown, default=_REQUIRED, optional=False, factory=None):
     """A message field. `shown`: how docs/protocol.md's table names it (``feeds [arrays]``);
     `default` (or a `factory` of it) when the header lacks it; `optional`: left out of the
     header while None."""
@@ -65,8 +65,9 @@ class Message:
         return cls(*values)
 
 
-def message(type_, service, reply=None, note=""):
-    """Class decorator: a slotted dataclass that is the `type_` message of `service`."""
+def message(type_, service, reply=None, note="", listed=True):
+    """Class decorator: a slotted dataclass that is the `type_` message of `service` (`listed`:
+    in `MESSAGES`, and so in docs/protocol.md's tables)."""
 
     def make(cls):
         cls = dataclass(slots=True)(cls)
@@ -81,7 +82,8 @@ def message(type_, service, reply=None, note=""):
             )
             for f in dataclasses.fields(cls)
         )
-        MESSAGES.append(cls)
+        if listed:
+            MESSAGES.append(cls)
         return cls
 
     return make
@@ -102,14 +104,14 @@ def shown_fields(cls):
 # -- the master service ------------------------------------------------------------------------------
 @message("CreateSessionResponse", "master")
 class CreateSessionResponse(Message):
-    handle: str = _field("handle")
-    cluster: dict = _field("cluster")
+    handle: str = field("handle")
+    cluster: dict = field("cluster")
 
 
 @message("CreateSession", "master", CreateSessionResponse, note="`config` holds `device_filters`")
 class CreateSessionRequest(Message):
-    graph_def: dict = _field("graph_def")
-    config: dict = _field("config", default=None)
+    graph_def: dict = field("graph_def")
+    config: dict = field("config", default=None)
 
 
 @message("ExtendSessionResponse", "master")
@@ -124,15 +126,15 @@ class ExtendSessionResponse(Message):
     note="`graph_def` holds only the new nodes; `version`: how many nodes the client sent before",
 )
 class ExtendSessionRequest(Message):
-    handle: str = _field("handle")
-    graph_def: dict = _field("graph_def")
-    version: int = _field("version")
+    handle: str = field("handle")
+    graph_def: dict = field("graph_def")
+    version: int = field("version")
 
 
 @message("RunStepResponse", "master")
 class RunStepResponse(Message):
-    fetches: list = _field("fetches [arrays or None]")
-    meta: dict = _field("meta")
+    fetches: list = field("fetches [arrays or None]")
+    meta: dict = field("meta")
 
 
 @message(
@@ -142,15 +144,15 @@ class RunStepResponse(Message):
     note="with `completes`, the reply may be the worker's `FetchedTensors {..., complete}`",
 )
 class RunStepRequest(Message):
-    handle: str = _field("handle")
-    fetches: list = _field("fetches [names]")
-    targets: list = _field("targets [op names]")
-    feeds: dict = _field("feeds {tensor name: array}", factory=dict)
-    timeout_s: float = _field("timeout_s", default=None)
-    trace: bool = _field("trace", default=False)
-    deliver_to: bytes = _field("deliver_to", default=None)
-    run_id: int = _field("run_id", default=None)
-    completes: bool = _field("completes", optional=True)
+    handle: str = field("handle")
+    fetches: list = field("fetches [names]")
+    targets: list = field("targets [op names]")
+    feeds: dict = field("feeds {tensor name: array}", factory=dict)
+    timeout_s: float = field("timeout_s", default=None)
+    trace: bool = field("trace", default=False)
+    deliver_to: bytes = field("deliver_to", default=None)
+    run_id: int = field("run_id", default=None)
+    completes: bool = field("completes", optional=True)
 
 
 @message("CloseSessionResponse", "master")
@@ -160,7 +162,7 @@ class CloseSessionResponse(Message):
 
 @message("CloseSession", "master", CloseSessionResponse)
 class CloseSessionRequest(Message):
-    handle: str = _field("handle")
+    handle: str = field("handle")
 
 
 @message("ResetResponse", "master")
@@ -170,30 +172,30 @@ class ResetResponse(Message):
 
 @message("Reset", "master", ResetResponse, note="no `containers`: every container")
 class ResetRequest(Message):
-    containers: list = _field("containers", default=None)
-    timeout_s: float = _field("timeout_s", default=None)
+    containers: list = field("containers", default=None)
+    timeout_s: float = field("timeout_s", default=None)
 
 
 # -- the worker service ------------------------------------------------------------------------------
 @message("RegisterGraphResponse", "worker")
 class RegisterGraphResponse(Message):
-    handle: str = _field("handle")
+    handle: str = field("handle")
 
 
 @message("RegisterGraph", "worker", RegisterGraphResponse, note="`graph_def`: one partition")
 class RegisterGraphRequest(Message):
-    graph_def: dict = _field("graph_def")
-    feeds: list = _field("feeds")
-    fetches: list = _field("fetches")
-    targets: list = _field("targets")
+    graph_def: dict = field("graph_def")
+    feeds: list = field("feeds")
+    fetches: list = field("fetches")
+    targets: list = field("targets")
 
 
 @message("RunGraphResponse", "worker")
 class RunGraphResponse(Message):
-    fetches: list = _field("fetches [arrays] or None")
-    stats: dict = _field("stats", default=None)
-    delivered: bool = _field("delivered", optional=True)
-    completed: bool = _field("completed", optional=True)
+    fetches: list = field("fetches [arrays] or None")
+    stats: dict = field("stats", default=None)
+    delivered: bool = field("delivered", optional=True)
+    completed: bool = field("completed", optional=True)
 
 
 @message(
@@ -203,16 +205,16 @@ class RunGraphResponse(Message):
     note="with `deliver_to`, the fetches may go first to the client as `FetchedTensors`",
 )
 class RunGraphRequest(Message):
-    handle: str = _field("handle")
-    step_id: int = _field("step_id")
-    timeout_s: float = _field("timeout_s", default=None)
-    feeds: list = _field("feeds [arrays]", factory=list)
-    trace: bool = _field("trace", default=False)
-    session: str = _field("session", default="")
-    master: str = _field("master", default="")
-    deliver_to: bytes = _field("deliver_to", optional=True)
-    run_id: int = _field("run_id", optional=True)
-    complete: dict = _field("complete", optional=True)
+    handle: str = field("handle")
+    step_id: int = field("step_id")
+    timeout_s: float = field("timeout_s", default=None)
+    feeds: list = field("feeds [arrays]", factory=list)
+    trace: bool = field("trace", default=False)
+    session: str = field("session", default="")
+    master: str = field("master", default="")
+    deliver_to: bytes = field("deliver_to", optional=True)
+    run_id: int = field("run_id", optional=True)
+    complete: dict = field("complete", optional=True)
 
 
 @message("DeregisterGraphResponse", "worker")
@@ -224,13 +226,13 @@ class DeregisterGraphResponse(Message):
     "DeregisterGraph", "worker", DeregisterGraphResponse, note="sent by the master when the session closes"
 )
 class DeregisterGraphRequest(Message):
-    handle: str = _field("handle")
+    handle: str = field("handle")
 
 
 @message("AbortStep", "worker")
 class AbortStep(Message):
-    step_id: int = _field("step_id")
-    message: str = _field("message", default="aborted")
+    step_id: int = field("step_id")
+    message: str = field("message", default="aborted")
 
 
 @message(
@@ -239,8 +241,8 @@ class AbortStep(Message):
     note="every tensor a partition's run queued for that task since it last paused",
 )
 class SendTensor(Message):
-    step_id: int = _field("step_id")
-    tensors: list = _field("tensors [[key, tensor], ...]")
+    step_id: int = field("step_id")
+    tensors: list = field("tensors [[key, tensor], ...]")
 
 
 @message("CleanupAllResponse", "worker")
@@ -255,8 +257,8 @@ class CleanupAllResponse(Message):
     note="no `containers`: every container; `session`: only that closed session's own resources",
 )
 class CleanupAllRequest(Message):
-    containers: list = _field("containers", default=None)
-    session: str = _field("session", default=None)
+    containers: list = field("containers", default=None)
+    session: str = field("session", default=None)
 
 
 # -- to a client ---------------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ class CleanupAllRequest(Message):
     note="a worker to the client named by `deliver_to`; with `complete`, the step's reply",
 )
 class FetchedTensors(Message):
-    run_id: int = _field("run_id")
-    task: str = _field("task")
-    fetches: list = _field("fetches [arrays]")
-    complete: dict = _field("complete", optional=True)
+    run_id: int = field("run_id")
+    task: str = field("task")
+    fetches: list = field("fetches [arrays]")
+    complete: dict = field("complete", optional=True)
