@@ -1,5 +1,6 @@
 """`tf.errors`: TF's error classes, their canonical codes, and what they carry."""
 
+import errno
 import os
 
 import pytest
@@ -81,6 +82,43 @@ def test_render_traceback_puts_remote_traceback_first():
     lines = e._render_traceback_()
     assert lines[0] == "Remote traceback:"
     assert lines[-1] == "UnavailableError: task down"
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("ENOSPC", errors.ResourceExhaustedError),
+        ("EDQUOT", errors.ResourceExhaustedError),
+        ("EACCES", errors.PermissionDeniedError),
+        ("EPERM", errors.PermissionDeniedError),
+        ("EROFS", errors.PermissionDeniedError),
+        ("ENOENT", errors.NotFoundError),
+        ("EIO", errors.UnknownError),
+    ],
+)
+def test_a_file_errno_maps_to_tf_class(name, cls):
+    """TF's `ErrnoToCode` (tensorflow/core/platform/error.cc) for the errors a save meets."""
+    e = errors.from_os_error(
+        OSError(getattr(errno, name), os.strerror(getattr(errno, name))), "n", None, "ctx"
+    )
+    assert type(e) is cls
+    assert e.node_def == "n"
+
+
+def test_no_file_errno_is_taken_for_a_lost_task():
+    """A monitored session restores a checkpoint on these two: a failing disk must not trigger that."""
+    mapped = {errors.exception_type_from_errno(n) for n in errno.errorcode}
+    assert not mapped & {errors.UnavailableError, errors.AbortedError}
+
+
+def test_an_os_error_message_says_what_failed_the_errno_and_the_fix():
+    error = OSError(errno.ENOSPC, "No space left on device", "/ckpt/m.data-00000-of-00001.tmp-x")
+    e = errors.from_os_error(error, None, None, "cannot write checkpoint shard 0 of '/ckpt/m'")
+    assert str(e) == (
+        "cannot write checkpoint shard 0 of '/ckpt/m': No space left on device [ENOSPC] "
+        "('/ckpt/m.data-00000-of-00001.tmp-x'); free space (or quota) on that filesystem, "
+        "or write somewhere else"
+    )
 
 
 def test_render_traceback_without_remote_part():

@@ -13,6 +13,7 @@ import pytest
 import nbdist as tf
 from nbdist.ops import checkpoint_format
 from procs import REPO
+from tmpfs import fill, mounted_tmpfs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph")
 
@@ -270,6 +271,84 @@ def test_a_crash_mid_save_leaves_latest_restorable(tmp_path):
         np.testing.assert_array_equal(sess.run(w), np.zeros(3))
 
 
+def test_a_save_deletes_temporary_files_no_save_owns(tmp_path):
+    """A task killed mid-save leaves its ``.tmp`` shard: the next save of that basename deletes it."""
+    _model()
+    tmp = ".tmp-0123456789ab"
+    stale = ["model.ckpt-1.data-00000-of-00002" + tmp, "model.ckpt-1.index" + tmp]
+    kept = ["other.ckpt-1.data-00000-of-00001" + tmp, "model.ckpt-1.data-00000-of-00001"]
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"x")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, str(tmp_path / "model.ckpt"), global_step=2)
+    left = set(os.listdir(tmp_path))
+    assert not left & set(stale)
+    assert set(kept) <= left
+
+
+def test_a_shard_keeps_the_other_shards_of_its_own_save(tmp_path):
+    """Another task may still be writing shard 1 of step 2 while shard 0 is written: it stays."""
+    other = tmp_path / "model.ckpt-2.data-00001-of-00002.tmp-0123456789ab"
+    older = tmp_path / "model.ckpt-1.data-00001-of-00002.tmp-0123456789ab"
+    other.write_bytes(b"x")
+    older.write_bytes(b"x")
+    checkpoint_format.write_shard(str(tmp_path / "model.ckpt-2"), 0, 2, ["w"], [np.zeros(3)])
+    assert other.exists()
+    assert not older.exists()
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (CI runs as root; skipped where mounting is not permitted)."""
+    with mounted_tmpfs(tmp_path / "disk") as disk:
+        yield str(disk)
+        tf.summary.FileWriterCache.clear()  # close event files on the disk before it is unmounted
+
+
+def test_a_full_disk_is_resource_exhausted_and_leaves_no_tmp(full_disk):
+    _model()
+    saver = tf.train.Saver()
+    prefix = os.path.join(full_disk, "model.ckpt")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, prefix, global_step=1)
+        fill(full_disk)
+        with pytest.raises(tf.errors.ResourceExhaustedError, match=r"No space left on device \[ENOSPC\]"):
+            saver.save(sess, prefix, global_step=2)
+    assert not [name for name in os.listdir(full_disk) if ".tmp" in name]
+    assert tf.train.latest_checkpoint(full_disk) == prefix + "-1"
+
+
+def test_a_full_disk_is_no_preemption_and_rolls_nothing_back(full_disk, in_process_servers):
+    """The chief's monitored session stops with the save's error; the shared variables keep their
+    values (a preemption would restore step 0's checkpoint into the ps)."""
+    with tf.device("/job:ps/task:0"):
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(0.0, name="w")
+    train = tf.group(tf.assign_add(step, 1), tf.assign_add(w, 1.0))
+    target = in_process_servers["worker"].target
+    with (
+        pytest.raises(tf.errors.ResourceExhaustedError, match="ENOSPC"),
+        tf.train.MonitoredTrainingSession(
+            target,
+            checkpoint_dir=full_disk,
+            save_checkpoint_steps=3,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            max_wait_secs=10,  # bounds the recover-restore-fail loop a preemption would start
+        ) as sess,
+    ):
+        fill(full_disk)  # after the first checkpoint (step 0)
+        for _ in range(10):
+            sess.run(train)
+    with tf.Session(target) as sess:
+        assert sess.run([step, w]) == [3, 3.0]
+    assert tf.train.latest_checkpoint(full_disk) == os.path.join(full_disk, "model.ckpt-0")
+    assert not [name for name in os.listdir(full_disk) if ".tmp" in name]
+
+
 def test_state_file_parser_ignores_a_damaged_file(tmp_path, caplog):
     (tmp_path / "checkpoint").write_text("model_checkpoint_path: unquoted\n")
     assert tf.train.get_checkpoint_state(str(tmp_path)) is None
@@ -311,3 +390,18 @@ def test_nbdist_reads_real_tf_state_file(tf1, tmp_path):
     assert state.model_checkpoint_path == paths[-1]
     assert state.all_model_checkpoint_paths == paths
     assert tf.train.latest_checkpoint(str(tmp_path)) == paths[-1]  # TF V2 also writes .index
+
+
+@pytest.mark.tf
+def test_real_tf_raises_the_same_class_on_a_full_disk_and_leaves_no_tmp(tf1, full_disk):
+    """What nbdist's full-disk save copies: TF's errno mapping and its deleted temporary file."""
+    with tf1.Graph().as_default():
+        tf1.Variable(np.zeros(64, np.float32), name="w")
+        saver = tf1.train.Saver()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            saver.save(sess, os.path.join(full_disk, "model.ckpt"), global_step=1, write_meta_graph=False)
+            fill(full_disk)
+            with pytest.raises(tf1.errors.ResourceExhaustedError, match="No space left on device"):
+                saver.save(sess, os.path.join(full_disk, "model.ckpt"), global_step=2, write_meta_graph=False)
+    assert not [name for name in os.listdir(full_disk) if "tmp" in name or "tempstate" in name]

@@ -2,6 +2,8 @@
 compared with real TensorFlow running the same program."""
 
 import io
+import logging
+import os
 import re
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from tensorboardX.proto import summary_pb2 as pb
 
 import nbdist as tf
 from procs import REPO
+from tmpfs import fill, mounted_tmpfs
 
 plt_image = pytest.importorskip("matplotlib.image")  # decodes the PNGs of image summaries
 
@@ -192,6 +195,27 @@ def test_flush_puts_every_added_event_on_disk(tmp_path):
     writer.flush()
     assert [e.value for e in _accumulator(tmp_path).Scalars("a")] == [1.0]
     writer.close()
+
+
+def test_a_full_disk_drops_events_with_one_warning_and_reopen_writes_again(tmp_path, caplog):
+    """Training goes on: no `OSError` reaches the caller (TF's writer thread dies instead)."""
+    with mounted_tmpfs(tmp_path / "disk") as disk:
+        filler = fill(disk)
+        with caplog.at_level(logging.WARNING, logger="nbdist"):
+            writer = tf.summary.FileWriter(str(disk), graph=tf.get_default_graph(), max_queue=2)
+            for step in range(20):
+                writer.add_summary(pb.Summary(value=[pb.Summary.Value(tag="a", simple_value=step)]), step)
+            writer.flush()
+        assert [r.getMessage() for r in caplog.records if "No space left" in r.getMessage()] == [
+            f"No space left for events in {writer.path} (No space left on device): this writer drops its "
+            "events from now on and training goes on; free space, then call reopen() to write a new "
+            "event file."
+        ]
+        os.remove(filler)
+        writer.reopen()
+        writer.add_summary(pb.Summary(value=[pb.Summary.Value(tag="b", simple_value=1.0)]), 1)
+        writer.close()
+        assert [e.value for e in _accumulator(disk).Scalars("b")] == [1.0]
 
 
 def test_writers_on_one_directory_keep_their_own_files_and_reopen_starts_a_new_one(tmp_path):

@@ -18,10 +18,18 @@ each device writes its shard to ``P.data-0000k-of-0000n.tmp-<token>`` and return
 index entries (`write_shard`); one merge (`merge_shards`) then renames the data files
 to their final names and writes ``P.index`` under a temporary name and renames it last.
 A ``P.index`` therefore exists only when all of ``P``'s data files are complete.
+
+A failed write deletes what it wrote (a half-written ``.tmp`` shard on a full disk kept the
+disk full). A task killed mid-save cannot, so each save also deletes the temporary files of
+earlier saves of its basename (``model.ckpt-*.data-*.tmp-*`` beside ``model.ckpt-200``) that no
+save in progress owns: `write_shard` those of other steps, `merge_shards` all others. This
+assumes what TF's ``checkpoint`` state file assumes too: one save of a basename at a time.
 """
 
 import contextlib
 import os
+import re
+import threading
 import time
 import uuid
 import zlib
@@ -49,11 +57,55 @@ def index_path(prefix):
 
 
 def _fsync_write(path, chunks):
-    with open(path, "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
-        f.flush()
-        os.fsync(f.fileno())
+    """Writes `chunks` to `path` and syncs it; on any failure deletes `path` and re-raises."""
+    try:
+        with open(path, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        _remove_quietly(path)
+        raise
+
+
+def _remove_quietly(path):
+    with contextlib.suppress(OSError):  # gone already, or not ours to delete: nothing to undo
+        os.remove(path)
+
+
+_writing = set()  # absolute paths of the temporary data files this process is writing right now
+_writing_lock = threading.Lock()
+_TMP_SUFFIX = r"\.(?:data-\d{5}-of-\d{5}|index)\.tmp-[0-9a-f]{12}"
+
+
+def remove_stale_tmp(prefix, keep_own=False):
+    """Deletes temporary files left by earlier saves of `prefix`'s basename; returns their paths.
+
+    ``dir/model.ckpt-200`` covers ``dir/model.ckpt-<step>.data-*.tmp-*`` and ``.index.tmp-*``
+    (and ``dir/model.ckpt.…`` of saves without a step). Files this process is writing are
+    kept, and with `keep_own` those of `prefix` itself (other shards of this save may still be
+    being written on other tasks). Best effort: a file that cannot be deleted is left.
+    """
+    directory, name = os.path.split(prefix)
+    base = re.sub(r"-\d+$", "", name)
+    pattern = re.compile(re.escape(base) + r"(?:-\d+)?" + _TMP_SUFFIX)
+    own = re.compile(re.escape(name) + _TMP_SUFFIX)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    removed = []
+    for candidate in names:
+        if not pattern.fullmatch(candidate) or (keep_own and own.fullmatch(candidate)):
+            continue
+        path = os.path.join(directory, candidate)
+        with _writing_lock:
+            if os.path.abspath(path) in _writing:
+                continue
+        _remove_quietly(path)
+        removed.append(path)
+    return removed
 
 
 def _tensor_bytes(value):
@@ -76,6 +128,9 @@ def write_shard(prefix, shard, num_shards, names, values):
     Returns:
         A msgpack map ``{"tmp": path, "final": path, "tensors": {name: entry}}`` for
         `merge_shards`: small metadata only, the tensor bytes stay in the file.
+
+    Raises:
+        OSError: the write failed (a full disk: ENOSPC); the temporary file is deleted.
     """
     final = data_path(prefix, shard, num_shards)
     tmp = f"{final}.tmp-{uuid.uuid4().hex[:12]}"
@@ -96,7 +151,14 @@ def write_shard(prefix, shard, num_shards, names, values):
         }
         chunks.append(data)
         offset += len(data)
-    _fsync_write(tmp, chunks)
+    with _writing_lock:
+        _writing.add(os.path.abspath(tmp))
+    try:
+        remove_stale_tmp(prefix, keep_own=True)  # frees what killed or failed saves left first
+        _fsync_write(tmp, chunks)
+    finally:
+        with _writing_lock:
+            _writing.discard(os.path.abspath(tmp))
     return msgpack.packb({"tmp": tmp, "final": final, "tensors": entries}, use_bin_type=True)
 
 
@@ -117,6 +179,7 @@ def merge_shards(prefix, shard_infos):
 
     Raises:
         ValueError: if two shards hold the same key or the shard count is inconsistent.
+        OSError: a write or rename failed; this save's temporary files are deleted.
     """
     infos = [msgpack.unpackb(bytes(b), raw=False) for b in shard_infos]
     tensors = {}
@@ -126,14 +189,20 @@ def merge_shards(prefix, shard_infos):
                 raise ValueError(f"checkpoint key {name!r} is written by two shards of {prefix!r}")
             tensors[name] = entry
     _pause_for_tests()
-    for info in infos:
-        os.replace(info["tmp"], info["final"])
     body = msgpack.packb(
         {"format": FORMAT_VERSION, "num_shards": len(infos), "tensors": tensors}, use_bin_type=True
     )
     tmp = f"{index_path(prefix)}.tmp-{uuid.uuid4().hex[:12]}"
-    _fsync_write(tmp, [MAGIC, body])
-    os.replace(tmp, index_path(prefix))
+    try:
+        _fsync_write(tmp, [MAGIC, body])  # the index first: the renames below need no space
+        for info in infos:
+            os.replace(info["tmp"], info["final"])
+        os.replace(tmp, index_path(prefix))
+    except BaseException:
+        for path in [tmp, *(info["tmp"] for info in infos)]:
+            _remove_quietly(path)
+        raise
+    remove_stale_tmp(prefix)
 
 
 def read_index(prefix):

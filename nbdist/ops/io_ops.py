@@ -10,6 +10,10 @@ crosses the wire. The file format is `nbdist.ops.checkpoint_format`.
   ``prefix.index`` last (no outputs). Until it ran, the checkpoint does not exist.
 - ``RestoreV2(prefix)`` attrs ``tensor_names``, ``dtypes``: outputs the stored tensors (any
   shard count: it reads the index). `Assign` ops colocated with the variables store them.
+
+A failed file operation raises the class TF's errno mapping gives it (`errors.from_os_error`):
+a full disk is `ResourceExhaustedError`, never `UnavailableError`, which a monitored session
+would take for a lost task and answer by restoring a checkpoint into the shared variables.
 """
 
 import numpy as np
@@ -45,8 +49,9 @@ def _save_kernel(ctx, node, prefix, *values):
             prefix, node.attr["shard"], node.attr["num_shards"], node.attr["tensor_names"], values
         )
     except OSError as e:
-        raise errors.UnavailableError(
-            node.name, None, f"cannot write checkpoint shard of {prefix!r}: {e}"
+        shard = node.attr["shard"]
+        raise errors.from_os_error(
+            e, node.name, None, f"cannot write checkpoint shard {shard} of {prefix!r}"
         ) from None
     return _scalar_string(info)
 
@@ -64,7 +69,7 @@ def _merge_kernel(ctx, node, prefix, *shard_infos):
     try:
         checkpoint_format.merge_shards(prefix, infos)
     except OSError as e:
-        raise errors.UnavailableError(node.name, None, f"cannot commit checkpoint {prefix!r}: {e}") from None
+        raise errors.from_os_error(e, node.name, None, f"cannot commit checkpoint {prefix!r}") from None
 
 
 # -- RestoreV2 --------------------------------------------------------------------------------
@@ -83,8 +88,10 @@ def _restore_kernel(ctx, node, prefix):
         values = checkpoint_format.read_tensors(prefix, names)
     except (FileNotFoundError, KeyError) as e:
         raise errors.NotFoundError(node.name, None, str(e).strip("'\"")) from None
-    except (ValueError, OSError) as e:
+    except ValueError as e:
         raise errors.DataLossError(node.name, None, f"cannot restore from {prefix!r}: {e}") from None
+    except OSError as e:
+        raise errors.from_os_error(e, node.name, None, f"cannot restore from {prefix!r}") from None
     out = []
     for name, value, dtype in zip(names, values, node.attr["dtypes"]):
         want = _dtypes.as_dtype(dtype)

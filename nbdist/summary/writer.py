@@ -13,9 +13,15 @@ synchronous into the file's buffer; the buffer reaches the disk on `flush`, ever
 `max_queue` events, every `flush_secs` seconds (a background timer), on `close` and at the
 process' exit — so `flush` really means every event added so far is on disk (tensorboardX's
 own queued writer does not drain its queue on flush).
+
+A full disk (ENOSPC, EDQUOT) does not stop training: the writer logs one warning, closes its
+file and drops every later event until `reopen`. TF's writer thread logs the error and dies;
+its events are lost too, and TF's next `flush` raises.
 """
 
 import atexit
+import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -93,10 +99,11 @@ class FileWriter:
         suffix = f".{os.getpid()}.{next(_file_numbers)}{self._filename_suffix}"
         with self._lock:
             self._writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
-            self._writer.flush()  # the file exists (with its version record) from now on
             self._unflushed = 0
             self._closed = False
+            self._disk_full = False
             self._stop_flusher = threading.Event()
+            self._flush_locked()  # the file exists (with its version record) from now on
         if self._flush_secs:
             threading.Thread(
                 target=self._flush_periodically,
@@ -121,9 +128,13 @@ class FileWriter:
     def add_event(self, event):
         """Writes an ``Event`` protobuf (dropped after `close`, as in TF)."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._disk_full:
                 return
-            self._writer.write_event(event)
+            try:
+                self._writer.write_event(event)
+            except OSError as e:
+                self._drop_events_if_disk_full(e)
+                return
             self._unflushed += 1
             if self._unflushed >= self._max_queue:
                 self._flush_locked()
@@ -186,13 +197,30 @@ class FileWriter:
 
     # -- flushing and closing ----------------------------------------------------------------------------
     def _flush_locked(self):
-        self._writer.flush()
+        try:
+            self._writer.flush()
+        except OSError as e:
+            self._drop_events_if_disk_full(e)
         self._unflushed = 0
 
+    def _drop_events_if_disk_full(self, error):
+        """On ENOSPC/EDQUOT: one warning, the file closed, later events dropped; else re-raises."""
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise error
+        _log.warning(
+            "No space left for events in %s (%s): this writer drops its events from now on and "
+            "training goes on; free space, then call reopen() to write a new event file.",
+            self.path,
+            error.strerror,
+        )
+        self._disk_full = True
+        with contextlib.suppress(OSError):  # the buffered bytes cannot reach the disk either
+            self._writer._py_recordio_writer.close()
+
     def flush(self):
-        """Every event added so far is on disk when this returns."""
+        """Every event added so far is on disk when this returns (dropped on a full disk)."""
         with self._lock:
-            if not self._closed:
+            if not self._closed and not self._disk_full:
                 self._flush_locked()
 
     def close(self):
@@ -201,13 +229,21 @@ class FileWriter:
             if self._closed:
                 return
             self._stop_flusher.set()
-            self._writer.close()
+            if self._disk_full:
+                self._closed = True
+                return
+            try:
+                self._writer.close()
+            except OSError as e:
+                self._drop_events_if_disk_full(e)
             self._closed = True
 
     def reopen(self):
-        """After `close`: writes further events to a new event file in the same directory."""
+        """After `close` (or a full disk): writes further events to a new event file in the
+        same directory."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._disk_full:
+                self._stop_flusher.set()
                 self._open()
 
     def __enter__(self):

@@ -20,6 +20,7 @@ import logging
 import os
 import uuid
 
+from nbdist import errors
 from nbdist.ops import checkpoint_format
 
 _log = logging.getLogger("nbdist")
@@ -157,6 +158,8 @@ def update_checkpoint_state(
 
     Raises:
         RuntimeError: if the save path is the state file itself (as TF).
+        OpError: writing failed: the class of its errno (`errors.from_os_error`), e.g.
+            `ResourceExhaustedError` on a full disk; no temporary file is left.
     """
     state = generate_checkpoint_state_proto(
         save_dir,
@@ -173,11 +176,18 @@ def update_checkpoint_state(
         )
     os.makedirs(save_dir or ".", exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "w") as f:
-        f.write(_to_text(state))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(_to_text(state))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:  # a full disk: ResourceExhaustedError, as TF's file_io raises
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise errors.from_os_error(
+            e, None, None, f"cannot write the checkpoint state file {path!r}"
+        ) from None
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):

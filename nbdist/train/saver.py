@@ -10,7 +10,9 @@ shard count, since the index says where each tensor is. ``sharded`` is accepted.
 
 Crash safety: data files are written under temporary names, renamed by the merge, the
 ``.index`` written last; only then does `save` rewrite the ``checkpoint`` state file (also
-via a rename). `latest_checkpoint` thus always names a complete checkpoint.
+via a rename). `latest_checkpoint` thus always names a complete checkpoint. A failed save
+deletes its temporary files, and each save deletes those a killed task left (see
+`nbdist.ops.checkpoint_format`).
 """
 
 import logging
@@ -250,6 +252,10 @@ class Saver:
 
         Raises:
             ValueError: if the directory of `save_path` does not exist.
+            ResourceExhaustedError: the disk is full (errno ENOSPC or EDQUOT); other file errors
+                raise their errno's class as in TF (`PermissionDeniedError`, `NotFoundError`,
+                else `UnknownError`). None of them is a preemption, so a monitored session stops
+                with it instead of restoring a checkpoint. The failed save leaves no ``.tmp`` file.
         """
         # One save at a time per saver: a background save (Supervisor, CheckpointSaverHook) and
         # an explicit one cannot interleave, so "latest" never goes back to an older step.
