@@ -72,13 +72,6 @@ class QueueResource:
             state["closed"] = True
         return state
 
-    def starved(self, ctx, node):
-        """For a waiting dequeue: `AbortedError` when every task that enqueued here is lost."""
-        if not node.op.startswith("QueueDequeue"):
-            return None
-        with self.lock:
-            return self.feeders.all_lost(node, self.describe(), ctx.resources.lost_tasks)
-
     # -- what blocking ops wait for (None: ready) -----------------------------------------------
     def room_for(self, n):
         if self.closed or self.capacity < 0 or len(self.items) + n <= self.capacity:
@@ -113,9 +106,10 @@ class QueueResource:
         if me not in self.dequeuers:
             self.dequeuers.append(me)
         ahead = self.dequeuers.index(me)
-        return f"{n} element(s) from {self.describe()}" + (
-            f" behind {ahead} earlier dequeue(s)" if ahead else ""
-        )
+        behind = f" behind {ahead} earlier dequeue(s)" if ahead else ""
+        # Its feeders gone, a dequeue still waits (TF's does): another task may yet enqueue.
+        lost = self.feeders.lost_note(ctx.resources.lost_tasks)
+        return f"{n} element(s) from {self.describe()}{behind}{lost}"
 
     def _claim(self, ctx, node, elements):
         if self.dequeuers and self.dequeuers[0] == (ctx, node.name):

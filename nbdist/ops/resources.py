@@ -22,10 +22,12 @@ ACTIVITY_KEPT = 4096  # records of watched resource ops a task keeps (the newest
 class Feeders:
     """The tasks that put elements into a resource (a queue): whose steps' masters fed it.
 
-    A consumer waiting on the resource can know that nobody is left to feed it: when every
-    feeder is among the manager's lost tasks (`ResourceManager.lost_tasks`), it fails at once
-    with `AbortedError` naming them instead of waiting for ever (a crashed sync chief, whose
-    queue runner was the only one to enqueue tokens).
+    A consumer waiting on the resource keeps waiting when every feeder is among the manager's
+    lost tasks (`ResourceManager.lost_tasks`), as TF's does: another task may still feed it
+    (the second worker of a shared "done" queue), or the lost one come back (a restarted sync
+    chief's queue runner). A wait ends only when the resource is closed, the step's session
+    closes, its deadline passes or the task holding the resource is lost. What the wait says
+    (a long-wait report, a `DeadlineExceededError`) names the lost feeders (`lost_note`).
     """
 
     __slots__ = ("tasks",)
@@ -37,22 +39,16 @@ class Feeders:
         if task:  # a local session's steps have no master task
             self.tasks.add(task)
 
-    def all_lost(self, node, what, lost):
-        """`AbortedError` naming the feeders if every one is in `lost` (task -> why), else None."""
+    def lost_note(self, lost):
+        """``"; <feeders> (the only task(s) that put elements into it) is/are unavailable: why"``
+        when every feeder is in `lost` (task -> why), else ``""``."""
         if not self.tasks or not all(t in lost for t in self.tasks):
-            return None
-        names = ", ".join(sorted(self.tasks))
-        verb = "is" if len(self.tasks) == 1 else "are"
-        only = "the only task that" if len(self.tasks) == 1 else "the only tasks that"
+            return ""
         tasks = sorted(self.tasks)
-        why = lost[tasks[0]] if len(tasks) == 1 else "; ".join(f"{t}: {lost[t]}" for t in tasks)
-        return errors.AbortedError(
-            node.name,
-            None,
-            f"{node.name} ({node.op}) waits on {what}, but {names} ({only} put elements into it) "
-            f"{verb} unavailable: {why}. Restart that task's training loop (the chief's, for a "
-            "SyncReplicasOptimizer token queue); a MonitoredTrainingSession then recovers",
-        )
+        if len(tasks) == 1:
+            return f"; {tasks[0]} (the only task that put elements into it) is unavailable: {lost[tasks[0]]}"
+        why = "; ".join(f"{t}: {lost[t]}" for t in tasks)
+        return f"; {', '.join(tasks)} (the only tasks that put elements into it) are unavailable: {why}"
 
 
 class VariableResource:

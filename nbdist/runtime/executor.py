@@ -275,8 +275,9 @@ class ExecutionPlan:
         return step.ready(ctx, step.node, *self._args(step, ctx, vals))
 
     def starved_error(self, ctx, waiting, vals):
-        """The error of a waiting op whose resource nobody can feed any more (its feeders' tasks
-        are lost: the resource's ``starved(ctx, node)``), or None."""
+        """The error of a waiting op whose resource says nobody can satisfy it any more (the
+        resource's ``starved(ctx, node)``, checked once a task is lost), or None. No built-in
+        resource declares one: a queue whose feeders are all lost keeps waiting, as TF's does."""
         if not ctx.resources.lost_tasks:
             return None
         for step in waiting:
