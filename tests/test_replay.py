@@ -77,7 +77,9 @@ def test_a_replayed_request_gets_an_error_and_the_server_keeps_serving(server):
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(transport.zmq_endpoint(address))
     try:
-        captured = wire.encode("Status", 41, {}, KEY, wire.SenderStamp())
+        captured = wire.encode(
+            "Reset", 41, {"containers": ["none"]}, KEY, wire.SenderStamp(), to="/job:local/task:0"
+        )
         assert _raw_call(sock, captured)["type"] != "Error"
         replayed = _raw_call(sock, captured)  # the same bytes, valid signature
         assert replayed["type"] == "Error" and replayed["id"] == 41
@@ -92,34 +94,76 @@ def test_a_replayed_request_gets_an_error_and_the_server_keeps_serving(server):
     transport.drop_channel(address, KEY)
 
 
+def _refusal(sock, key, words):
+    """Waits (10 s) for the error reply whose message has `words`; fails the test without one."""
+    while sock.poll(10_000):
+        reply = wire.decode(sock.recv_multipart(), key)
+        if reply["type"] == "Error" and words in reply["message"]:
+            return reply
+    pytest.fail(f"no refusal ({words!r}) within 10 s")
+
+
+def _dealer_to(address):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(transport.zmq_endpoint(address))
+    return sock
+
+
 @pytest.mark.slow
-def test_a_captured_exec_does_not_run_twice(tmp_path):
-    with nbdist.LocalCluster(worker=1) as cluster:
-        address = cluster.cluster_spec.task_address("worker", 0)
+def test_a_captured_exec_runs_once_and_on_no_other_task(tmp_path):
+    with nbdist.LocalCluster(worker=2) as cluster:
         marker = tmp_path / "ran"
         code = f"open({str(marker)!r}, 'a').write('x')"
-        captured = wire.encode(
-            "Exec", 5, {"exec_id": "replay-test", "code": code}, cluster.key, wire.SenderStamp()
-        )
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(transport.zmq_endpoint(address))
+        body = {"exec_id": "replay-test", "code": code}
+        # Signed and addressed to worker 0, as a notebook's client sends it.
+        captured = wire.encode("Exec", 5, body, cluster.key, wire.SenderStamp(), to="/job:worker/task:0")
+        genuine, other = (_dealer_to(cluster.cluster_spec.task_address("worker", i)) for i in (0, 1))
         try:
-            sock.send_multipart(captured)
+            other.send_multipart(captured)  # recorded on its way to worker 0, replayed to worker 1
+            refused = _refusal(other, cluster.key, "it is addressed to '/job:worker/task:0'")
+            assert (
+                refused["code"] == errors.UNAUTHENTICATED
+                and "/job:worker/replica:0/task:1" in refused["message"]
+            )
+            genuine.send_multipart(captured)
             deadline = time.monotonic() + 30
             while not marker.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert marker.read_text() == "x", "the genuine request did not run"
-            sock.send_multipart(captured)  # an attacker's copy of the same signed bytes
-            while sock.poll(10_000):
-                reply = wire.decode(sock.recv_multipart(), cluster.key)
-                if reply["type"] == "Error" and "replayed" in reply["message"]:
-                    break
-            else:
-                pytest.fail("no refusal of the replayed Exec within 10 s")
+            genuine.send_multipart(captured)  # an attacker's copy of the same signed bytes
+            _refusal(genuine, cluster.key, "replayed")
         finally:
-            sock.close()
-        assert marker.read_text() == "x"  # ran once
+            genuine.close()
+            other.close()
+        assert marker.read_text() == "x"  # ran once, on worker 0 only
+
+
+def test_a_signed_request_without_a_receiver_is_refused_and_ping_needs_none(server):
+    _, address = server
+    sock = _dealer_to(address)
+    try:
+        unaddressed = wire.encode("CloseSession", 3, {"handle": "h"}, KEY, wire.SenderStamp())
+        assert "it is addressed to None" in _raw_call(sock, unaddressed)["message"]
+        assert _raw_call(sock, wire.encode("Ping", 4, {}, KEY, wire.SenderStamp()))["type"] == "Pong"
+    finally:
+        sock.close()
+
+
+def test_a_client_that_knows_only_an_address_learns_the_incarnation_and_relearns_it(server):
+    s, address = server
+    channel = transport.Channel(address, f"the master at {address}", KEY)
+    try:
+        channel.call(
+            "CloseSession", {"handle": "unknown"}, timeout_s=5
+        )  # (closing an unknown one is a no-op)
+        assert channel.to == s._loop.incarnation
+        channel.to = "0123456789abcdef"  # as if the server had restarted since
+        channel._to_learned = True
+        channel.call("CloseSession", {"handle": "unknown"}, timeout_s=5)
+        assert channel.to == s._loop.incarnation
+    finally:
+        channel.close()
 
 
 UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "marshal", "shelve", "jsonpickle"}

@@ -262,6 +262,7 @@ class Server:
             inline=self._runs_inline,
             task=self.task_device,
             bind_host=self._bind_host,
+            names=(Task.parse(self.task_device).name,),  # "/job:ps/task:0" addresses it too
         )
         self.master.loop = self.worker.loop = self._loop
         self._stopped.clear()
@@ -288,11 +289,14 @@ class Server:
     def rpc_table(self):
         """The server's own requests: they report on the task."""
         return {
-            "Ping": Rpc(
-                lambda msg, responder: ("Pong", {"task": self.task_device, "pid": os.getpid()}), True
-            ),
+            "Ping": Rpc(lambda msg, responder: ("Pong", self._pong()), True),
             "Status": Rpc(lambda msg, responder: ("StatusResponse", self.status()), True),
         }
+
+    def _pong(self):
+        """Who answers here: the task, its process and its serving loop's incarnation (what a
+        client that knows only this address puts in a signed request's ``"to"``)."""
+        return {"task": self.task_device, "pid": os.getpid(), "incarnation": self._loop.incarnation}
 
     def _runs_inline(self, msg):
         rpc = self._rpcs.get(msg["type"])

@@ -98,21 +98,29 @@ class ServingLoop:
             Exceptions become ``Error`` replies.
         key: the cluster key (None: accept unsigned messages).
         inline: ``inline(msg) -> bool``: handle on the I/O thread (never blocks, quick).
-        task: name used in error replies (``/job:ps/replica:0/task:0``).
+        task: name used in error replies (``/job:ps/replica:0/task:0``); a signed request
+            may be addressed to it (or to `names`, or to the loop's `incarnation`).
 
     Raises:
         OSError: if the address cannot be bound (in use, or not this host's), naming it.
         ValueError: the host does not resolve.
     """
 
-    def __init__(self, address, handle, key=None, inline=None, task="", max_threads=64, bind_host=None):
+    def __init__(
+        self, address, handle, key=None, inline=None, task="", max_threads=64, bind_host=None, names=()
+    ):
         self.address = address
         port = address.rpartition(":")[2]
         self.bind_address = f"{binding.bracketed(bind_host)}:{port}" if bind_host else address
         self.task = task
         self._handle = handle
         self._key = key
-        self._replay_guard = wire.ReplayGuard()  # a captured signed request is refused later on
+        # Who this server is in a signed request's "to": its task (as given, and `names`: other
+        # spellings of it) or its random incarnation, new at every start (`Pong` reports it).
+        self.incarnation = os.urandom(8).hex()
+        names = {self.incarnation, *(n for n in (task, *names) if n)}
+        # A captured signed request is refused later on, and on any other server.
+        self._replay_guard = wire.ReplayGuard(names=names if key is not None else None)
         self._inline = inline or (lambda msg: False)
         self.requests_served = 0
         self.malformed = 0

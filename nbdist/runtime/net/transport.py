@@ -112,19 +112,28 @@ def zmq_endpoint(address):
     return f"tcp://[{ip}]:{port}" if ":" in ip else f"tcp://{ip}:{port}"
 
 
+def _names_a_task(name):
+    return isinstance(name, str) and name.startswith("/job:") and "/task:" in name and " " not in name
+
+
 class Channel:
     """A request/reply connection from the calling thread to one peer.
 
     Args:
         address: ``host:port`` of the peer.
-        name: how to name the peer in errors, e.g. ``/job:ps/task:0``.
+        name: how to name the peer in errors, e.g. ``/job:ps/task:0``; a task's name is also
+            the receiver of its signed requests (``"to"``, `wire`).
         key: the cluster key to sign with (None: unsigned).
+        to: the receiver to address signed requests to; default: `name` when it names a
+            task, else the server's incarnation, asked with a ``Ping`` before the first request.
     """
 
-    def __init__(self, address, name="", key=None, identity=None):
+    def __init__(self, address, name="", key=None, identity=None, to=None):
         self.address = address
         self.name = name or address
         self.key = key
+        self.to = to if to is not None else (name if _names_a_task(name) else None)
+        self._to_learned = False  # `to` is the incarnation a Ping reported (a restart changes it)
         self.stamp = wire.SenderStamp()  # this socket's requests arrive in order: one counter
         self.socket = context().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
@@ -204,9 +213,18 @@ class Channel:
                 self.refused_since = time.monotonic()
 
     def send(self, msg_type, body, request_id=None):
+        if self.key is not None and self.to is None and msg_type not in wire.UNADDRESSED:
+            self._learn_receiver()
         request_id = request_id or next(_request_ids)
-        self.send_encoded(wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local))
+        frames = wire.encode(msg_type, request_id, body, self.key, self.stamp, self.local, self.to)
+        self.send_encoded(frames)
         return request_id
+
+    def _learn_receiver(self):
+        """Addresses this channel's signed requests to the server's incarnation, which a ``Ping``
+        (that needs no receiver) reports."""
+        pong = self.call("Ping", {}, timeout_s=CONNECT_TIMEOUT_S + HEARTBEAT_TIMEOUT_S)
+        self.to, self._to_learned = pong["incarnation"], True
 
     def send_encoded(self, frames):
         """Sends encoded `frames` on this channel's path: its link while it has one, else its
@@ -413,7 +431,17 @@ class Channel:
             connect_timeout_s = CONNECT_TIMEOUT_S
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         request_id = self.send(msg_type, body)
-        return self.recv_reply(request_id, deadline, connect_timeout_s, f"the reply to {msg_type}", also)
+        what = f"the reply to {msg_type}"
+        try:
+            return self.recv_reply(request_id, deadline, connect_timeout_s, what, also)
+        except errors.UnauthenticatedError as e:
+            if not (self._to_learned and wire.MISADDRESSED in e.message):
+                raise
+        # The server at this address restarted since its incarnation was learned: the refused
+        # request did not run. Learn the new one and send it once more.
+        self.to, self._to_learned = None, False
+        request_id = self.send(msg_type, body)
+        return self.recv_reply(request_id, deadline, connect_timeout_s, what, also)
 
 
 def probe_peer(address, wait_s=PROBE_WAIT_S):

@@ -18,6 +18,12 @@ signature, then the header - so a message with no large tensor is a single ZeroM
   `REPLAY_WINDOW_S`, or sent before the receiver started: a captured message replayed later
   is refused even though its signature is valid. (ZeroMQ routing ids change on reconnect,
   so they cannot be the sender's identity; the stamp is inside the signed header.)
+- ``"to"`` in a signed request's header names its receiver: the task as the sender's cluster
+  spec names it (``/job:ps/replica:0/task:0``), or the random incarnation a server reports
+  in its ``Pong`` (a client that knows only an address asks first). A guard with `names`
+  refuses a request addressed to anyone else, so a request recorded on its way to one task
+  cannot be replayed to another (each keeps its own replay record). ``Ping``, ``Status`` and
+  a link's ``Hello`` (`UNADDRESSED`) need no receiver: they change nothing.
 
 Decoding never runs code from the message: msgpack yields only plain data, and array
 frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BYTES`,
@@ -59,6 +65,9 @@ _COPY_THRESHOLD = 65536  # smaller frames are copied: cheaper than zero-copy boo
 REPLAY_WINDOW_S = float(os.environ.get("NBDIST_REPLAY_WINDOW_S", "300"))
 CLOCK_SKEW_S = float(os.environ.get("NBDIST_CLOCK_SKEW_S", "2"))
 MAX_SENDERS = 65536  # sender epochs a guard remembers at once (the oldest beyond the window go first)
+# Signed requests that need no receiver (``"to"``): they read or name, never change anything.
+UNADDRESSED = frozenset({"Ping", "Status", "Hello"})
+MISADDRESSED = "message refused: it is addressed to"  # how a guard's refusal of another's request starts
 
 
 class WireError(ValueError):
@@ -113,16 +122,30 @@ class ReplayGuard:
     Args:
         started_s: when the receiver started (`time.time()`); requests stamped before it
             (less the tolerated clock skew) are replays of messages to an earlier incarnation.
+        names: what the receiver answers to in a request's ``"to"`` (its task, spelled as
+            clusters spell it, and its incarnation); None: ``"to"`` is not checked.
     """
 
-    def __init__(self, started_s=None):
+    def __init__(self, started_s=None, names=None):
         self.started_s = time.time() if started_s is None else started_s
+        self.names = None if names is None else frozenset(names)
         self._last = collections.OrderedDict()  # epoch -> (last seq, last sent_ms), oldest first
         self._lock = threading.Lock()
         self.refused = 0
 
-    def check(self, stamp, request_id=0):
-        """Accepts `stamp` (the header's ``"s"``) or raises `WireError` (UNAUTHENTICATED)."""
+    def check(self, stamp, request_id=0, to=None, msg_type=None):
+        """Accepts `stamp` (the header's ``"s"``) of a request to `to` (its ``"to"``) or raises
+        `WireError` (UNAUTHENTICATED)."""
+        if self.names is not None and msg_type not in UNADDRESSED and to not in self.names:
+            with self._lock:
+                self.refused += 1
+            raise WireError(
+                f"{MISADDRESSED} {to!r}, but this is "
+                f"{' / '.join(sorted(self.names))}: a request recorded on its way to another task is "
+                "not accepted here (or the sender's cluster spec names another task at this address)",
+                "UNAUTHENTICATED",
+                request_id,
+            )
         if not (isinstance(stamp, list) and len(stamp) == 3 and all(isinstance(x, int) for x in stamp)):
             self._refuse("a signed request without a valid sender stamp (nbdist too old?)", request_id)
         epoch, seq, sent_ms = stamp
@@ -232,7 +255,7 @@ class _Packer:
         raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
 
 
-def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
+def encode(msg_type, request_id, body, key=None, stamp=None, local=False, to=None):
     """Frames for one message: ``[signature, header, *tensor_buffers]``.
 
     Args:
@@ -243,11 +266,14 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False):
             stamp (replies, matched to their request by id, need none).
         local: both ends are loopback addresses: tensors of at least `shm.SHM_MIN_BYTES`
             travel in shared memory (`nbdist.runtime.net.shm`), only their handles in the header.
+        to: the receiver a signed request is addressed to (see the module docstring).
     """
     packer = _Packer(local)  # (asks `shm.enabled` only for a large tensor: not per message)
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
     if key is not None and stamp is not None:
         header["s"] = stamp.next()
+        if to is not None:
+            header["to"] = to
     header_packer = _packers_of_this_thread()[0]
     outer = getattr(_packers, "current", None)  # (a tuple's items are packed by a nested packb)
     _packers.current = packer
@@ -356,7 +382,8 @@ def _decode(frames, key, guard):
     if len(unpacker.used) != len(tensors):
         raise WireError(f"{len(tensors) - len(unpacker.used)} tensor frames are not referenced by the header")
     if guard is not None and key is not None:
-        guard.check(msg.get("s"), msg.get("id", 0) if isinstance(msg.get("id"), int) else 0)
+        request_id = msg.get("id", 0) if isinstance(msg.get("id"), int) else 0
+        guard.check(msg.get("s"), request_id, msg.get("to"), msg["type"])
     return msg
 
 
