@@ -1,5 +1,6 @@
 """`tf.train.Server` in-process: lifecycle, ports, targets, and a server that survives garbage."""
 
+import logging
 import os
 import socket
 import threading
@@ -68,6 +69,26 @@ def test_the_io_thread_is_a_batch_thread_unless_turned_off_and_status_says_which
         assert os.sched_getscheduler(io.native_id) == expected
         assert transport.channel_to(s.address).call("Status", {}, timeout_s=10.0)["io_policy"] == policy
     assert os.sched_getscheduler(0) == main_policy  # only the I/O thread: not its creator
+
+
+def test_a_keyless_server_warns_through_tf_logging_that_anyone_reaching_it_can_act_as_its_user(
+    monkeypatch, caplog
+):
+    """Issue 36 §9: what tutorial scripts run, an in-process `tf.train.Server`, says it too."""
+    monkeypatch.delenv("NBDIST_CLUSTER_KEY", raising=False)
+    monkeypatch.delenv("NBDIST_CLUSTER_KEY_FILE", raising=False)
+    with caplog.at_level(logging.WARNING, logger="nbdist"):
+        keyless = Server.create_local_server()
+        keyless.stop()
+        keyed = Server({"local": [f"localhost:{free_port()}"]}, "local", 0, cluster_key=os.urandom(32))
+        keyed.stop()
+    (warning,) = [r for r in caplog.records if "without a cluster key" in r.getMessage()]
+    assert warning.name == "nbdist" and warning.levelno == logging.WARNING
+    assert warning.getMessage().startswith(
+        f"/job:localhost/replica:0/task:0 serves {keyless.address} without a cluster key: anyone who can "
+        "reach that port (any local user too) can run ops on it and read and write files as user"
+    ), warning.getMessage()
+    assert "NBDIST_CLUSTER_KEY_FILE=DIR/cluster.key" in warning.getMessage()
 
 
 def test_bad_target_says_what_a_target_looks_like():

@@ -107,3 +107,28 @@ def test_a_task_not_in_the_cluster_is_reported():
         timeout=60,
     )
     assert result.returncode == 2 and "'ps'" in result.stderr
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
+def test_a_keyless_server_says_on_stderr_that_anyone_reaching_it_can_act_as_its_user(keyed):
+    """Issue 36 §9: a keyless server let another local user write files as its user."""
+    address = f"localhost:{free_port()}"
+    env = _env()
+    env.pop("NBDIST_CLUSTER_KEY_FILE", None)
+    env.pop("NBDIST_CLUSTER_KEY", None)
+    if keyed:
+        env["NBDIST_CLUSTER_KEY"] = os.urandom(32).hex()
+    args = ["--cluster", json.dumps({"local": [address]}), "--job", "local", "--task", "0"]
+    proc, line = _start(args, env)
+    assert "ready" in line, line
+    proc.terminate()
+    assert proc.wait(10) == 0
+    err = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    said = (
+        f"/job:local/replica:0/task:0 serves {address} without a cluster key: anyone who can reach that "
+        "port (any local user too) can run ops on it and read and write files as user"
+    )
+    assert (said in err) is not keyed, err
+    assert ("`nbdist keys new DIR`, then NBDIST_CLUSTER_KEY_FILE=DIR/cluster.key" in err) is not keyed, err

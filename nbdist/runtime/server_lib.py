@@ -11,6 +11,7 @@ answers ``Status`` and ``Ping`` (for `%dtf_cluster` and its widget). More servic
 """
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -25,6 +26,28 @@ from nbdist.runtime.master import MasterService
 from nbdist.runtime.net import samehost, shm, wire
 from nbdist.runtime.net.serving import Rpc, ServingLoop
 from nbdist.runtime.worker import WorkerService
+
+# tf.logging's logger (`nbdist.platform.tf_logging`), without its functions: their first call
+# sets the level to WARN, hiding the INFO lines of a program that configured logging itself.
+_log = logging.getLogger("nbdist")
+
+
+def keyless_warning(task_device, bind_address):
+    """What a server without a cluster key says when it starts (as tf.logging's warning; on
+    stderr for ``nbdist server``): who can use it, and how to give it a key."""
+    try:
+        import pwd  # noqa: PLC0415 - POSIX only
+
+        user = f"user {pwd.getpwuid(os.geteuid()).pw_name!r}"
+    except (ImportError, KeyError, AttributeError):
+        user = "this user"
+    return (
+        f"{task_device} serves {bind_address} without a cluster key: anyone who can reach that port "
+        f"(any local user too) can run ops on it and read and write files as {user}. Sign every "
+        "message with a key: `nbdist keys new DIR`, then NBDIST_CLUSTER_KEY_FILE=DIR/cluster.key "
+        "(`nbdist server --key-file`) or NBDIST_CLUSTER_KEY=HEX in every process of the cluster "
+        "(docs/multihost.md)"
+    )
 
 
 def _rss_bytes():
@@ -269,6 +292,8 @@ class Server:
         _LIVE_SERVERS.add(self)
         # This process now runs this task's kernels: its share of the cores (`runtime.threads`).
         threads.claim_for_server(self.address, self.task_device, self._cluster, self._config)
+        if self._key is None:
+            _log.warning("%s", keyless_warning(self.task_device, self._loop.bind_address))
 
     def add_service(self, service):
         """Serves `service`'s requests (its ``rpc_table()``) on this server.
