@@ -22,7 +22,8 @@ def bound_router(ctx, bind_address, task):
     router = ctx.socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     router.setsockopt(zmq.IPV6, 1)
-    router.setsockopt(zmq.MAXMSGSIZE, wire.MAX_TENSOR_BYTES)
+    # A frame announced larger than any nbdist sends ends the connection before it is read.
+    router.setsockopt(zmq.MAXMSGSIZE, max(wire.MAX_FRAME_BYTES, wire.MAX_HEAD_FRAME_BYTES))
     transport.set_heartbeats(router)  # clients that stop answering are dropped
     # Sending to an identity that is not connected raises (instead of a silent drop), so
     # a worker knows whether it could deliver fetched tensors straight to a client.

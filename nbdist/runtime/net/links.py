@@ -43,6 +43,7 @@ _RECV_CHUNK = 256 * 1024
 # writes beyond are refused, as ZeroMQ drops messages past its high-water mark.
 MAX_BACKLOG_BYTES = 256 * 2**20
 _MAX_MESSAGE_BYTES = wire.MAX_TENSOR_BYTES + wire.MAX_HEADER_BYTES
+_MAX_FRAME_BYTES = max(wire.MAX_FRAME_BYTES, wire.MAX_HEAD_FRAME_BYTES)  # as a server's ROUTER bounds one
 _readers = threading.local()  # .scratch: see `_scratch`; .waiter: see `wait_any`
 _writers = threading.local()  # .flusher: the serving loop of this thread (it drains backlogs)
 
@@ -264,8 +265,8 @@ class Link:
                     view, pos + _COUNT.size
                 )
                 total = sum(lengths)
-                if total > _MAX_MESSAGE_BYTES:
-                    raise self._broken(f"a message of {total} bytes")
+                if total > _MAX_MESSAGE_BYTES or max(lengths) > _MAX_FRAME_BYTES:
+                    raise self._broken(f"a message of {total} bytes (frames of up to {max(lengths)})")
                 if size - start < total:
                     break
                 frames = []

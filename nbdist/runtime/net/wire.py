@@ -27,8 +27,12 @@ signature, then the header - so a message with no large tensor is a single ZeroM
 
 Decoding never runs code from the message: msgpack yields only plain data, and array
 frames are only ever reinterpreted as numbers. Sizes are bounded (`MAX_HEADER_BYTES`,
-`MAX_FRAMES`, `MAX_TENSOR_BYTES`). Malformed input raises `WireError` (a ValueError);
-servers answer it with an error reply and keep serving.
+`MAX_FRAMES`, `MAX_TENSOR_BYTES`), and no frame is larger than `MAX_FRAME_BYTES` (64 MiB,
+``$NBDIST_MAX_FRAME_BYTES``): a larger tensor travels as several frames, joined on arrival.
+A server's ROUTER refuses a larger frame as soon as its size is announced (``ZMQ_MAXMSGSIZE``),
+so a peer without the key cannot make a server hold gigabytes before the signature is
+checked; the header's size is checked before the signature too. Malformed input raises
+`WireError` (a ValueError); servers answer it with an error reply and keep serving.
 """
 
 import collections
@@ -50,12 +54,16 @@ PROTOCOL_VERSION = 2  # 2: signature and header in one frame (1: two frames)
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_FRAMES = 65536
 MAX_TENSOR_BYTES = 4 * 2**30
+# The largest frame a message may have: a tensor frame, or the first one (signature and header).
+MAX_FRAME_BYTES = max(2**20, int(os.environ.get("NBDIST_MAX_FRAME_BYTES", str(64 * 2**20))))
+MAX_HEAD_FRAME_BYTES = 1 + 255 + MAX_HEADER_BYTES
 KEY_ENV = security.KEY_ENV
 _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
 _EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/net/shm.py)
 _EXT_INLINE = 5  # a small array inside the header: [dtype, shape, bytes]
+_EXT_CHUNKED = 6  # an array over several frames (larger than MAX_FRAME_BYTES): [first, count, dtype, shape]
 # Arrays up to this size travel inside the header: a frame of their own costs more than the
 # copy (a step's feeds, gradients and fetches are mostly this small).
 INLINE_MAX_BYTES = 1024
@@ -245,6 +253,8 @@ class _Packer:
                     return msgpack.ExtType(_EXT_SHM, _packb(handle))
             if arr.nbytes <= INLINE_MAX_BYTES:
                 return msgpack.ExtType(_EXT_INLINE, _packb([arr.dtype.str, list(arr.shape), arr.tobytes()]))
+            if arr.nbytes > MAX_FRAME_BYTES:
+                return self._chunked(arr)
             self.buffers.append(arr)
             meta = [len(self.buffers) - 1, arr.dtype.str, list(arr.shape)]
             return msgpack.ExtType(_EXT_ARRAY, _packb(meta))
@@ -253,6 +263,14 @@ class _Packer:
         if isinstance(obj, tuple):
             return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=self.default))
         raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
+
+    def _chunked(self, arr):
+        """`arr` as consecutive frames of at most `MAX_FRAME_BYTES` (views, no copy)."""
+        flat = memoryview(arr.reshape(-1)).cast("B")
+        first = len(self.buffers)
+        self.buffers += [flat[i : i + MAX_FRAME_BYTES] for i in range(0, flat.nbytes, MAX_FRAME_BYTES)]
+        meta = [first, len(self.buffers) - first, arr.dtype.str, list(arr.shape)]
+        return msgpack.ExtType(_EXT_CHUNKED, _packb(meta))
 
 
 def encode(msg_type, request_id, body, key=None, stamp=None, local=False, to=None):
@@ -286,7 +304,9 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False, to=Non
     finally:
         _packers.current = outer
     buffers, segments = packer.buffers, packer.segments
-    tensors = [memoryview(b).cast("B") if b.nbytes else b"" for b in buffers]
+    tensors = [
+        (b if isinstance(b, memoryview) else memoryview(b).cast("B")) if b.nbytes else b"" for b in buffers
+    ]
     out = Frames([join_head(_sign(key, [head, *tensors]), head), *tensors])
     if segments:
         out.segments = segments
@@ -348,6 +368,12 @@ def _decode(frames, key, guard):
     buffers = [f.buffer if hasattr(f, "buffer") else memoryview(f) for f in frames]
     signature, head = split_head(buffers[0])
     tensors = buffers[1:]
+    # Bounds first: what a peer without the key sent must not cost a pass of SHA-256 over it.
+    if head.nbytes > MAX_HEADER_BYTES:
+        raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
+    for i, t in enumerate(tensors):
+        if t.nbytes > MAX_FRAME_BYTES:
+            raise WireError(f"tensor frame {i} of {t.nbytes} bytes exceeds the {MAX_FRAME_BYTES}-byte bound")
     if key is not None:
         if not signature:
             raise WireError(
@@ -362,8 +388,6 @@ def _decode(frames, key, guard):
                 "UNAUTHENTICATED",
                 _request_id_of(head),
             )
-    if head.nbytes > MAX_HEADER_BYTES:
-        raise WireError(f"header of {head.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte bound")
     unpacker = _Unpacker(tensors)
     try:
         msg = msgpack.unpackb(head, ext_hook=unpacker.ext_hook, raw=False, strict_map_key=False)
@@ -406,6 +430,8 @@ class _Unpacker:
             return arr.reshape(tuple(shape))
         if code == _EXT_INLINE:
             return _inline_array(msgpack.unpackb(data))
+        if code == _EXT_CHUNKED:
+            return _chunked_array(self.tensors, msgpack.unpackb(data), self.used)
         if code == _EXT_SHM:
             return _shm_array(msgpack.unpackb(data))
         if code == _EXT_TUPLE:
@@ -457,6 +483,33 @@ def _array_from(tensors, index, dtype, shape, used):
         )
     used.add(index)
     return np.frombuffer(buf, dtype=dt).reshape(tuple(shape))
+
+
+def _chunked_array(tensors, meta, used):
+    """One array from the consecutive frames `_Packer._chunked` made of it (one copy: joined)."""
+    if not (isinstance(meta, list) and len(meta) == 4):
+        raise WireError(f"bad chunked tensor {meta!r:.100}")
+    first, count, dtype, shape = meta
+    if not (isinstance(first, int) and isinstance(count, int) and count >= 1 and isinstance(dtype, str)):
+        raise WireError(f"bad chunked tensor {meta!r:.100}")
+    indices = range(first, first + count)
+    if first < 0 or first + count > len(tensors) or any(i in used for i in indices):
+        raise WireError(f"chunked tensor frames {first}..{first + count - 1} do not name unused frames")
+    dt = _numeric_dtype(dtype)
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError(f"bad tensor shape {shape!r}")
+    expected = math.prod(shape) * dt.itemsize
+    got = sum(tensors[i].nbytes for i in indices)
+    if expected != got or expected > MAX_TENSOR_BYTES:
+        raise WireError(f"chunked tensor frames hold {got} bytes, header says {expected} ({dtype}{shape})")
+    out = np.empty(expected, dtype=np.uint8)
+    pos = 0
+    for i in indices:
+        n = tensors[i].nbytes
+        out[pos : pos + n] = np.frombuffer(tensors[i], dtype=np.uint8)
+        pos += n
+        used.add(i)
+    return out.view(dt).reshape(tuple(shape))
 
 
 def _inline_array(meta):
