@@ -274,20 +274,6 @@ class ExecutionPlan:
         """None when `step` can run now, else a description of what it waits for."""
         return step.ready(ctx, step.node, *self._args(step, ctx, vals))
 
-    def starved_error(self, ctx, waiting, vals):
-        """The error of a waiting op whose resource says nobody can satisfy it any more (the
-        resource's ``starved(ctx, node)``, checked once a task is lost), or None. No built-in
-        resource declares one: a queue whose feeders are all lost keeps waiting, as TF's does."""
-        if not ctx.resources.lost_tasks:
-            return None
-        for step in waiting:
-            for arg in self._args(step, ctx, vals):
-                starved = getattr(arg, "starved", None)
-                error = starved(ctx, step.node) if starved is not None else None
-                if error is not None:
-                    return error
-        return None
-
     @staticmethod
     def _note_wait(step, waits):
         # A traced (or watched) op's span starts when the op first had to wait.
@@ -312,9 +298,6 @@ class ExecutionPlan:
                 reasons = [self._waits_for(s, ctx, vals) for s in waiting]
                 if any(r is None for r in reasons):
                     return
-                starved = self.starved_error(ctx, waiting, vals)
-                if starved is not None:
-                    raise starved
                 now = time.monotonic()
                 remaining = None if ctx.deadline is None else ctx.deadline - now
                 if remaining is not None and remaining <= 0:

@@ -493,12 +493,8 @@ class _ParkedRun:
         plan, run, ctx = self.plan, self.run, self.ctx
         try:
             still = run.advance()
-            if still:
-                if at_deadline or (ctx.deadline is not None and time.monotonic() >= ctx.deadline):
-                    raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - self.began_s)
-                starved = plan.starved_error(ctx, still, run.vals)
-                if starved is not None:
-                    raise starved
+            if still and (at_deadline or (ctx.deadline is not None and time.monotonic() >= ctx.deadline)):
+                raise plan.deadline_error(ctx, still, run.vals, time.monotonic() - self.began_s)
         except Exception as e:  # noqa: BLE001 - ends the step with its error
             self.finish(e)
             return
