@@ -6,7 +6,7 @@ import os
 import pytest
 
 import nbdist as tf
-from nbdist import errors
+from nbdist import errors, file_errors
 
 TF_CODES = {
     "CancelledError": 1,
@@ -98,7 +98,7 @@ def test_render_traceback_puts_remote_traceback_first():
 )
 def test_a_file_errno_maps_to_tf_class(name, cls):
     """TF's `ErrnoToCode` (tensorflow/core/platform/error.cc) for the errors a save meets."""
-    e = errors.from_os_error(
+    e = file_errors.from_os_error(
         OSError(getattr(errno, name), os.strerror(getattr(errno, name))), "n", None, "ctx"
     )
     assert type(e) is cls
@@ -107,13 +107,13 @@ def test_a_file_errno_maps_to_tf_class(name, cls):
 
 def test_no_file_errno_is_taken_for_a_lost_task():
     """A monitored session restores a checkpoint on these two: a failing disk must not trigger that."""
-    mapped = {errors.exception_type_from_errno(n) for n in errno.errorcode}
+    mapped = {file_errors.exception_type_from_errno(n) for n in errno.errorcode}
     assert not mapped & {errors.UnavailableError, errors.AbortedError}
 
 
 def test_an_os_error_message_says_what_failed_the_errno_and_the_fix():
     error = OSError(errno.ENOSPC, "No space left on device", "/ckpt/m.data-00000-of-00001.tmp-x")
-    e = errors.from_os_error(error, None, None, "cannot write checkpoint shard 0 of '/ckpt/m'")
+    e = file_errors.from_os_error(error, None, None, "cannot write checkpoint shard 0 of '/ckpt/m'")
     assert str(e) == (
         "cannot write checkpoint shard 0 of '/ckpt/m': No space left on device [ENOSPC] "
         "('/ckpt/m.data-00000-of-00001.tmp-x'); free space (or quota) on that filesystem, "

@@ -32,6 +32,7 @@ LAYER_OF = {
     "nbdist.platform.test_util": "train",
     "nbdist.platform.benchmark": "train",
     "nbdist._facade": "base",  # the facades' helpers (export_all, unsupported); stdlib only
+    "nbdist.file_errors": "base",  # errno -> TF's error class (apart from tf.errors' names)
     "nbdist.graph": "graph",
     "nbdist.ops": "ops",
     "nbdist.runtime": "runtime",

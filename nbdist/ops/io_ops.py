@@ -11,14 +11,14 @@ crosses the wire. The file format is `nbdist.ops.checkpoint_format`.
 - ``RestoreV2(prefix)`` attrs ``tensor_names``, ``dtypes``: outputs the stored tensors (any
   shard count: it reads the index). `Assign` ops colocated with the variables store them.
 
-A failed file operation raises the class TF's errno mapping gives it (`errors.from_os_error`):
+A failed file operation raises the class TF's errno mapping gives it (`file_errors.from_os_error`):
 a full disk is `ResourceExhaustedError`, never `UnavailableError`, which a monitored session
 would take for a lost task and answer by restoring a checkpoint into the shared variables.
 """
 
 import numpy as np
 
-from nbdist import errors
+from nbdist import errors, file_errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import checkpoint_format, registry
@@ -50,7 +50,7 @@ def _save_kernel(ctx, node, prefix, *values):
         )
     except OSError as e:
         shard = node.attr["shard"]
-        raise errors.from_os_error(
+        raise file_errors.from_os_error(
             e, node.name, None, f"cannot write checkpoint shard {shard} of {prefix!r}"
         ) from None
     return _scalar_string(info)
@@ -69,7 +69,7 @@ def _merge_kernel(ctx, node, prefix, *shard_infos):
     try:
         checkpoint_format.merge_shards(prefix, infos)
     except OSError as e:
-        raise errors.from_os_error(e, node.name, None, f"cannot commit checkpoint {prefix!r}") from None
+        raise file_errors.from_os_error(e, node.name, None, f"cannot commit checkpoint {prefix!r}") from None
 
 
 # -- RestoreV2 --------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def _restore_kernel(ctx, node, prefix):
     except ValueError as e:
         raise errors.DataLossError(node.name, None, f"cannot restore from {prefix!r}: {e}") from None
     except OSError as e:
-        raise errors.from_os_error(e, node.name, None, f"cannot restore from {prefix!r}") from None
+        raise file_errors.from_os_error(e, node.name, None, f"cannot restore from {prefix!r}") from None
     out = []
     for name, value, dtype in zip(names, values, node.attr["dtypes"]):
         want = _dtypes.as_dtype(dtype)

@@ -20,7 +20,7 @@ import logging
 import os
 import uuid
 
-from nbdist import errors
+from nbdist import file_errors
 from nbdist.ops import checkpoint_format
 
 _log = logging.getLogger("nbdist")
@@ -158,7 +158,7 @@ def update_checkpoint_state(
 
     Raises:
         RuntimeError: if the save path is the state file itself (as TF).
-        OpError: writing failed: the class of its errno (`errors.from_os_error`), e.g.
+        OpError: writing failed: the class of its errno (`file_errors.from_os_error`), e.g.
             `ResourceExhaustedError` on a full disk; no temporary file is left.
     """
     state = generate_checkpoint_state_proto(
@@ -185,7 +185,7 @@ def update_checkpoint_state(
     except OSError as e:  # a full disk: ResourceExhaustedError, as TF's file_io raises
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        raise errors.from_os_error(
+        raise file_errors.from_os_error(
             e, None, None, f"cannot write the checkpoint state file {path!r}"
         ) from None
 
