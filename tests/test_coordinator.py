@@ -89,3 +89,13 @@ def test_looper_thread_calls_target_until_stop():
     coord.request_stop()
     coord.join([looper], stop_grace_period_secs=5)
     assert len(calls) >= 3
+
+
+def test_an_exception_reported_after_the_stop_is_dropped():
+    # As TF's (`if not self._stop_event.is_set()`): a thread that fails because the stop closed
+    # its session, or because its ps died while stopping, is not what stopped the threads.
+    coord = tf.train.Coordinator()
+    coord.request_stop()
+    coord.request_stop(tf.errors.UnavailableError(None, None, "the ps is gone"))
+    coord.raise_requested_exception()  # nothing recorded
+    coord.join([], stop_grace_period_secs=1)  # no exception

@@ -6,15 +6,19 @@ hook, `StopAtStepHook`). TF's non-chief workers hang on the token queue after th
 last step; here every worker must exit with status 0, within a bound.
 """
 
+import json
+import re
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 import nbdist as tf
-from procs import REPO, ServerProcs, cluster_dict, run_worker_scripts
+from procs import REPO, LoggedProcs, ServerProcs, cluster_dict, run_worker_scripts, wait_gone
 
 SCRIPT = str(Path(REPO) / "examples" / "sync_replicas_training.py")
+MTS_SCRIPT = Path(__file__).parent / "train_scripts" / "sync_mts.py"  # one process per task
 EXIT_BOUND_S = 120  # generous for a loaded 2-core machine; the point is "not never"
 
 
@@ -149,3 +153,62 @@ def test_closing_between_take_and_enqueue_ends_the_chiefs_queue_runner_quietly()
             assert sess.run(global_step) == 1  # the step was applied before the enqueue failed
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=10)  # raises the thread's error, if any
+
+
+# -- faults under MonitoredTrainingSession(checkpoint_dir=...), tutorial-style processes -------------
+@pytest.fixture
+def clients(tmp_path):
+    c = LoggedProcs(tmp_path)
+    yield c
+    c.stop()
+
+
+def _latest_step(checkpoint_dir):
+    path = tf.train.latest_checkpoint(checkpoint_dir)
+    return int(path.rsplit("-", 1)[1]) if path else -1
+
+
+def _start_sync_job(clients, tmp_path, last_step, max_wait_secs):
+    """A ps and two workers of a 2-of-2 synchronous job, each its own `sync_mts.py` process;
+    the non-chief starts once the chief trains. Returns the cluster (JSON) and the checkpoint dir."""
+    cluster, ckpt = json.dumps(cluster_dict(ps=1, worker=2)), str(tmp_path / "ckpt")
+    clients.start("ps", MTS_SCRIPT, cluster, "ps", 0)
+    clients.wait_for("ps", "ps ready", 30)
+    for i in (0, 1):
+        clients.start(f"w{i}", MTS_SCRIPT, cluster, "worker", i, ckpt, last_step, 0.02, max_wait_secs)
+        clients.wait_steps(f"w{i}", 1, 60)
+    return cluster, ckpt
+
+
+@pytest.mark.slow
+def test_sync_training_resumes_from_the_latest_checkpoint_after_a_ps_restart(clients, tmp_path):
+    """Issue 36 §3: kill -9 the ps, restart it 2 s later. As TF's, the chief logs its queue
+    runner's error when it closes the session and restores the latest checkpoint; the other
+    worker waits for it; both train on to the last step (before: the chief exited with the
+    queue runner's UnavailableError, the other gave up after max_wait_secs)."""
+    last_step = 60
+    cluster, ckpt = _start_sync_job(clients, tmp_path, last_step, max_wait_secs=60)
+    deadline = time.monotonic() + 60
+    while _latest_step(ckpt) < 10:
+        assert time.monotonic() < deadline, "no checkpoint at step >= 10 within 60 s"
+        time.sleep(0.02)
+    ps = clients.procs["ps"][0]
+    ps.send_signal(signal.SIGKILL)
+    assert wait_gone([ps.pid], 10)
+    restored = tf.train.latest_checkpoint(ckpt)  # the ps wrote the checkpoints: this is the last
+    k = int(restored.rsplit("-", 1)[1])
+    time.sleep(2)
+    clients.start("ps2", MTS_SCRIPT, cluster, "ps", 0)
+    for i in (0, 1):
+        assert clients.wait_exit(f"w{i}", 90) == 0, clients.text(f"w{i}")[-3000:]
+    chief, other = clients.text("w0"), clients.text("w1")
+    assert f"Restoring parameters from {restored}" in chief
+    _, recovered, after = chief.partition("Recovered: a new session was created")
+    assert recovered, chief[-3000:]
+    steps_after = [int(s) for s in re.findall(r"^step (\d+)$", after, re.M)]
+    # From the checkpoint: not from 0, not from where the ps died (the other worker's two
+    # gradients of the first tokens may come before the chief's first read).
+    assert k <= steps_after[0] <= k + 2, (k, steps_after[:5])
+    assert "Recovered: a new session was created" in other
+    assert "done task=0" in chief and "done task=1" in other
+    assert _latest_step(ckpt) >= last_step

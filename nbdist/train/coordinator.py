@@ -2,8 +2,9 @@
 
 As TF: any thread may `request_stop` (optionally with the exception that made it stop);
 the others poll `should_stop` or `wait_for_stop`; `join` waits a grace period for them and
-re-raises the first reported exception. `OutOfRangeError` (an input queue closed and drained)
-counts as a clean stop, not an error.
+re-raises the exception reported with the first stop request (one reported once a stop was
+requested is dropped). `OutOfRangeError` (an input queue closed and drained) counts as a
+clean stop, not an error.
 """
 
 import contextlib
@@ -44,6 +45,10 @@ class Coordinator:
     def request_stop(self, ex=None):
         """Asks every thread to stop; records `ex` (an exception or exc_info) to re-raise in `join`.
 
+        Only an exception that causes the stop is recorded: one reported after a stop was
+        requested (a thread failing because the session it ran in was being closed, or its
+        ps went away during the stop) is dropped, as in TF.
+
         Raises:
             ValueError: if `ex` is neither an exception nor an exc_info tuple.
         """
@@ -54,6 +59,10 @@ class Coordinator:
                     raise ex[1].with_traceback(ex[2])
                 if ex is not None:
                     raise ex
+                return
+            if self._stop_event.is_set():  # not what stopped the threads: TF drops it too
+                if ex is not None:
+                    _log.debug("Error reported to Coordinator after the stop, dropped: %s", ex)
                 return
             if ex and self._exc_info_to_raise is None:
                 if isinstance(ex, tuple):

@@ -9,7 +9,8 @@ A `MonitoredSession` is three wrappers around a raw `tf.Session`, as in TF:
   that it does so, closes the session and creates a new one through its session creator,
   which restores the latest checkpoint (chief) or waits until the model is ready again
   (other workers), then re-runs the failed call. Creation is retried (every 0.5 s) until
-  `max_wait_secs`, so a recovery is bounded.
+  `max_wait_secs`, so a recovery is bounded. A preemption error while closing (a queue
+  runner's, its task gone) is logged, as in TF.
 
 Hook order: every ``begin()`` (graph editable), then the scaffold finalizes the graph, then
 ``after_create_session`` per (re)created session, ``before_run``/``after_run`` per run, and
@@ -189,6 +190,7 @@ class _CoordinatedSession:
         self._stop_grace_period_secs = stop_grace_period_secs
 
     def should_stop(self):
+        self._coord.raise_requested_exception()  # a thread's error surfaces here, as in TF
         return self._coord.should_stop() or self._sess.should_stop()
 
     def run(self, *args, **kwargs):
@@ -256,7 +258,26 @@ class _RecoverableSession:
                 time.sleep(_RETRY_S)
 
     def should_stop(self):
-        return self._sess is None or self._sess.should_stop()
+        """As TF: an error a thread reported (its coordinator's) is raised here; a preemption
+        error re-creates the session (not a stop), any other says stop (`close` raises it)."""
+        if self._sess is None:
+            return True
+        try:
+            return self._sess.should_stop()
+        except _PREEMPTION_ERRORS as e:
+            _log.info(
+                "An error was raised while considering whether the session is complete. This may be "
+                "due to a preemption in a connected worker or parameter server. The current session "
+                "will be closed and a new session will be created. Error: %s",
+                e.message.splitlines()[0],
+            )
+            self.close()
+            self._sess = self._create_session()
+            self.recoveries += 1
+            _log.info("Recovered: a new session was created (recovery %d).", self.recoveries)
+            return False
+        except Exception:  # noqa: BLE001 - as TF's: should_stop says stop; close() raises it
+            return True
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         fresh = False  # a session created by this call: failing again at once is not progress
@@ -282,9 +303,17 @@ class _RecoverableSession:
                 self.close()
 
     def close(self):
+        """Closes the session; a preemption error on the way (a thread's, reported to the
+        coordinator when its task went away) is logged, not raised, as in TF."""
         if self._sess is not None:
             try:
                 self._sess.close()
+            except _PREEMPTION_ERRORS as e:
+                _log.error(
+                    "An error occurred when attempting to close the session. This may be due to a "
+                    "preemption in a connected worker or parameter server. Error: %s",
+                    e.message.splitlines()[0],
+                )
             finally:
                 self._sess = None
 
