@@ -1,6 +1,7 @@
 """`MonitoredSession`, `MonitoredTrainingSession`, `Scaffold` and the standard hooks (local)."""
 
 import logging
+import time
 
 import numpy as np
 import pytest
@@ -238,3 +239,51 @@ def test_scaffold_uses_collection_entries_and_rejects_two():
     tf.add_to_collection(tf.GraphKeys.INIT_OP, tf.global_variables_initializer())
     with pytest.raises(RuntimeError, match='More than one item in the collection "init_op"'):
         tf.train.Scaffold().finalize()
+
+
+def test_recovering_is_bounded_by_max_wait_secs_across_new_sessions(caplog):
+    # Each new session fails again at once (a sync worker's, its chief gone, before issue 36 §4's
+    # bound: a new session every 0.5 s for ever). The hook relents after 40 tries so that an
+    # unbounded version ends too, and fails this test.
+    step = tf.train.get_or_create_global_step()
+    inc = tf.assign_add(step, 1)
+
+    class PeerDown(tf.train.SessionRunHook):
+        raised = 0
+
+        def before_run(self, run_context):
+            if PeerDown.raised < 40:
+                PeerDown.raised += 1
+                raise tf.errors.AbortedError(None, None, "/job:worker/task:0 is unavailable")
+
+    started = time.monotonic()
+    with (
+        caplog.at_level(logging.INFO, logger="nbdist"),
+        pytest.raises(
+            tf.errors.AbortedError,
+            match=r"^No step succeeded in 1\.\d s \(max_wait_secs=1\) over [1-3] new session\(s\)\. "
+            r"The last error: /job:worker/task:0 is unavailable$",
+        ),
+        tf.train.MonitoredTrainingSession(hooks=[PeerDown()], max_wait_secs=1) as sess,
+    ):
+        sess.run(inc)
+    assert time.monotonic() - started < 5
+    assert PeerDown.raised < 10
+
+
+def test_a_step_that_waits_longer_than_max_wait_secs_fails_naming_what_it_waits_for():
+    # A sync worker whose chief is gone waits in its token dequeue (as TF's, for ever there);
+    # max_wait_secs bounds a step as it bounds recovering. A caller's longer timeout does not
+    # extend it (before issue 36 §4, this waited for the caller's 5 s).
+    queue = tf.FIFOQueue(1, tf.int32, shapes=(), name="sync_token_q")
+    dequeue = queue.dequeue()
+    started = time.monotonic()
+    with (
+        pytest.raises(
+            tf.errors.DeadlineExceededError,
+            match=r"^No step succeeded in 1\.\d s \(max_wait_secs=1\)\. The last error: .*FIFOQueue 'sync_token_q'",
+        ),
+        tf.train.MonitoredTrainingSession(max_wait_secs=1) as sess,
+    ):
+        sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=5000))
+    assert time.monotonic() - started < 4

@@ -212,3 +212,27 @@ def test_sync_training_resumes_from_the_latest_checkpoint_after_a_ps_restart(cli
     assert "Recovered: a new session was created" in other
     assert "done task=0" in chief and "done task=1" in other
     assert _latest_step(ckpt) >= last_step
+
+
+@pytest.mark.slow
+def test_a_sync_worker_whose_chief_is_gone_ends_within_max_wait_secs_naming_it(clients, tmp_path):
+    """Issue 36 §4: kill the chief (task and client: one process) and do not restart it. The
+    other worker waits in its token dequeue (as TF's, which waits there for ever) for at most
+    max_wait_secs, then ends with an error naming the chief's task."""
+    max_wait_secs = 4
+    _start_sync_job(clients, tmp_path, 100000, max_wait_secs)
+    clients.wait_steps("w1", 5, 60)
+    chief = clients.procs["w0"][0]
+    chief.send_signal(signal.SIGKILL)
+    assert wait_gone([chief.pid], 10)
+    killed = time.monotonic()
+    assert clients.wait_exit("w1", max_wait_secs + 20) == 3, clients.text("w1")[-3000:]
+    took_s = time.monotonic() - killed
+    error = clients.wait_for("w1", r"^error .*", 1).group(0)
+    # The step's own error (whichever task's deadline came first) follows what it waited for.
+    assert re.match(
+        r"error DeadlineExceededError: No step succeeded in 4\.\d s \(max_wait_secs=4\); this worker's steps "
+        r"wait for the chief, /job:worker/task:0 \(is it running\?\)\. The last error: .*sync_token_q",
+        error,
+    ), error
+    assert max_wait_secs - 1 < took_s < max_wait_secs + 10, took_s

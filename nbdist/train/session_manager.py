@@ -29,7 +29,7 @@ def _names(value):
     return [v.decode() if isinstance(v, bytes) else str(v) for v in np.asarray(value).reshape(-1)]
 
 
-def _chief_task(sess):
+def chief_task(sess):
     """The task that, by TF's convention, initializes the model: the chief job's, else worker 0."""
     workers = getattr(getattr(sess, "_backend", None), "_workers", {}) or {}
     if any(device.startswith("/job:chief/") for device in workers):
@@ -235,7 +235,7 @@ class SessionManager:
         if msg and msg.startswith("a task is unreachable"):
             return msg
         names = self._last_not_ready or []
-        chief = _chief_task(sess) if sess is not None else "/job:worker/task:0"
+        chief = chief_task(sess) if sess is not None else "/job:worker/task:0"
         if names:
             by_device = {}
             for name in names:
