@@ -36,6 +36,7 @@ from nbdist.runtime.protocol import FetchedTensors, RunGraphResponse, RunStepRes
 # RunGraph reply through the master (one message less per step).
 DIRECT_FETCH_MIN_BYTES = 64 * 1024
 PATHS_ENV = "NBDIST_FETCH_PATHS"  # "relay": the client asks for no shortcut
+_RELAY_ONLY = os.environ.get(PATHS_ENV) == "relay"  # (read once: an A/B sets it per process)
 # The workers send fetched tensors before they answer the master, so they are here by the
 # time the master's reply is; this only bounds a pathological wait.
 DELIVERY_TIMEOUT_S = 30.0
@@ -65,12 +66,12 @@ class StepFetches:
 
     def address(self, run_graph, task, part, meta):
         """Lets `task`'s `RunGraphRequest` take a shortcut: `deliver_to` when it produces
-        fetches; `complete` (with the master's reply `meta`) when it completes the step."""
+        fetches; `complete` (with the master's reply meta, ``meta()``) when it completes the step."""
         if (self.client and part.fetches and task != self.master_task) or task == self.completed_by:
             run_graph.deliver_to, run_graph.run_id = self.client, self.run_id
         if task == self.completed_by:
             order = [part.fetches.index(f) for f in self.fetches]  # the client's fetches in the part's
-            run_graph.complete = {"order": order, "meta": meta}
+            run_graph.complete = {"order": order, "meta": meta()}
 
     def received(self, task, part, response):
         """`task`'s `RunGraphResponse`: its values, or word that the client has them."""
@@ -162,7 +163,7 @@ class ClientInbox:
         A step may be completed by a worker (``completes``) only when this thread can read the
         links to the master and to every worker while it waits, and the step is not traced (the
         master assembles a trace)."""
-        if os.environ.get(PATHS_ENV) == "relay":
+        if _RELAY_ONLY:
             return None
         request.deliver_to, request.run_id = self.identity, next(self._run_ids)
         if request.trace or not getattr(master_channel, "on_link", False) or not self._on_links(workers):

@@ -372,7 +372,7 @@ class _Step:
                 session=self.session.handle,
                 master=m.task_name,  # whose step: a task that loses this master aborts it
             )
-            self.fetched.address(request, task, part, self._meta())
+            self.fetched.address(request, task, part, self._meta)
             if self.timer is None and task == m.task_device:
                 self.timer = m.loop.call_later(self.timeout_s + _TIMEOUT_GRACE_S, self._on_timeout)
             t0 = time.time()
