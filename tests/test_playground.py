@@ -265,3 +265,16 @@ def test_the_stop_button_stops_a_between_graph_run_and_its_cluster(pg):
     assert wait_gone(list(run.pids.values()), 10.0)
     pg.flush()
     assert "stopped: global step" in pg.status.value
+
+
+def test_a_dropped_bar_is_as_tall_as_the_share_of_gradients_dropped():
+    """1 of 265 dropped is a sliver of a 0-100% axis, not a full-height bar."""
+    history = history_of(
+        ("/job:worker/task:0", k, 100.0 + k / 10, {"loss": 1.0, "local_step": k + 1, "dropped": int(k == 7)})
+        for k in range(265)
+    )
+    fig = run_charts.runs_figure(history, None, "run 1", None, mode="sync", workers=["/job:worker/task:0"])
+    ax_lost = fig.axes[2]
+    (bar,) = ax_lost.patches
+    assert bar.get_height() == pytest.approx(100 / 265) and ax_lost.get_ylim()[1] >= 100
+    assert [t.get_text() for t in ax_lost.texts] == ["1/265"]

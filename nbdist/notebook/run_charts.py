@@ -161,8 +161,9 @@ def _staleness_panel(ax, runs):
 
 
 def _dropped_panel(ax, runs, straggler, workers):
-    """Bars per worker: gradients dropped, labelled dropped/sent; a worker that sent nothing
-    (a straggler still starting) gets an empty bar labelled 0/0, so its absence shows."""
+    """Bars per worker: the share of its gradients dropped (a bar as tall as that share of the axis,
+    0 to 100%), labelled dropped/sent; a worker that sent nothing (a straggler still starting) gets
+    an empty bar labelled 0/0, so its absence shows."""
     tasks = sorted({*(workers or ()), *(t for s, _, _ in runs for t in s["dropped"])}, key=task_sort_key)
     colors = line_colors(tasks)
     width = 0.4
@@ -173,13 +174,15 @@ def _dropped_panel(ax, runs, straggler, workers):
         x = [tasks.index(t) + (-width / 2 if grey else width / 2) for t in mine]
         fill = [PREVIOUS_RUN_COLOR if grey else colors[t] for t in mine]
         dropped = [s["dropped"].get(t, 0) for t in mine]
-        bars = ax.bar(x, dropped, width, color=fill, edgecolor="#555", label=label)
-        labels = [f"{d:.0f}/{s['local_steps'].get(t, 0):.0f}" for t, d in zip(mine, dropped)]
-        ax.bar_label(bars, labels=labels, fontsize=7)
+        sent = [s["local_steps"].get(t, 0) for t in mine]
+        shares = [100.0 * d / n if n else 0.0 for d, n in zip(dropped, sent)]
+        bars = ax.bar(x, shares, width, color=fill, edgecolor="#555", label=label)
+        ax.bar_label(bars, labels=[f"{d:.0f}/{n:.0f}" for d, n in zip(dropped, sent)], fontsize=7)
     ax.set_xticks(range(len(tasks)), [_short(t, straggler).replace(" ", "\n") for t in tasks], fontsize=8)
     ax.set_title("gradients dropped per worker (sync)", fontsize=10)
-    ax.set(ylabel="dropped (labels: dropped/sent)")
-    ax.set_ylim(0, max(ax.get_ylim()[1] * 1.15, 1.0))
+    ax.set(ylabel="% dropped (labels: dropped/sent)")
+    ax.set_ylim(0, 112)  # room above a full bar for its label
+    ax.set_yticks(range(0, 101, 25))
     ax.grid(alpha=0.3)
     if ax.patches:
         ax.legend(fontsize=7, frameon=False)
