@@ -25,6 +25,28 @@ def test_every_task_gets_its_own_colour_and_jobs_share_a_hue():
     assert len(set(colors)) == len(tasks)
     r, g, b = (int(gm.task_color("/job:ps/task:3")[i : i + 2], 16) for i in (1, 3, 5))
     assert r > g > b  # ps tasks are all orange
+    assert gm.task_color("/job:worker/task:8") not in {
+        gm.task_color(f"/job:worker/task:{i}") for i in range(8)
+    }
+
+
+@pytest.mark.parametrize("job", ["ps", "worker", "chief", "evaluator"])
+def test_the_tasks_of_one_job_get_clearly_different_shades_of_its_hue(job):
+    """Colour distance (CIE76 delta E; 2.3 is just noticeable): tasks 0 and 1 at least 20 apart,
+    any two of the first eight at least 12, their task boxes' tints at least 8."""
+    colors = [gm.task_color(f"/job:{job}/task:{i}") for i in range(8)]
+    assert gm.color_distance(colors[0], colors[1]) >= 20
+    assert min(gm.color_distance(a, b) for i, a in enumerate(colors) for b in colors[i + 1 :]) >= 12
+    assert gm.color_distance(gm.tint(colors[0]), gm.tint(colors[1])) >= 8
+    hues = {"ps": lambda r, g, b: r > b, "worker": lambda r, g, b: b > r}  # still orange, still blue
+    for c in colors if job in hues else ():
+        assert hues[job](*(int(c[i : i + 2], 16) for i in (1, 3, 5))), c
+
+
+def test_colour_distance_is_the_distance_in_cielab():
+    assert gm.color_distance("#000000", "#ffffff") == pytest.approx(100, abs=0.01)
+    assert gm.color_distance("#69ccfd", "#69ccfd") == 0
+    assert gm.color_distance("#ff0000", "#fe0000") < 1
 
 
 def test_a_task_has_the_same_colour_before_and_after_placement():
@@ -87,3 +109,14 @@ def test_scopes_collapse_to_one_group_per_task():
     assert id_of["model/MatMul"] == "model@/job:worker/task:0"
     task, scope, members = groups["model@/job:worker/task:0"]
     assert (task, scope, len(members)) == ("/job:worker/task:0", "model", 5)
+
+
+def test_numbered_scopes_on_different_tasks_are_no_series():
+    """replica_0 .. replica_5, one per worker, stay one node each with its own name and count."""
+    from nbdist.notebook import replicated_training as rt
+
+    model = gm.graph_model(rt.build_in_graph(6, 2)["graph"])
+    _, groups = gm.display_groups(model, model.nodes, collapse=True, expanded=())
+    on_worker_3 = {scope for task, scope, _ in groups.values() if task == "/job:worker/task:3"}
+    assert {"replica_3", "gradients_3"} <= on_worker_3
+    assert not any("[" in (scope or "") for scope in on_worker_3)

@@ -27,6 +27,12 @@ def fills(dot):
     return set(re.findall(r'fillcolor="(#[0-9a-f]{6})"', dot))
 
 
+def edge_labels(dot):
+    """The text of every edge label (HTML-like xlabels), lines joined by newlines."""
+    cells = re.findall(r"xlabel=<<TABLE[^>]*><TR><TD>(.*?)</TD>", dot)
+    return [html.unescape(c.replace("<BR/>", "\n")) for c in cells]
+
+
 def clusters(dot):
     return re.findall(r"subgraph cluster_\d+ \{\n    graph \[label=\"([^\"]*)\"", dot)
 
@@ -39,9 +45,10 @@ def test_requested_view_has_one_box_and_one_colour_per_task(model):
     assert expected <= fills(dot)
 
 
-def test_legend_lists_every_task_with_its_colour(model):
+def test_legend_lists_every_task_with_its_colour_in_the_caption(model):
     dot = render.graph_to_dot(model.graph)
-    legend = next(line for line in dot.splitlines() if "nbdist-legend" in line)
+    legend = next(line for line in dot.splitlines() if line.startswith("  graph [label=<"))
+    assert "Requested devices (as recorded" in legend  # the title, above the legend
     for task in ("/job:ps/task:0", "/job:worker/task:0"):
         assert f'BGCOLOR="{gm.task_color(task)}"' in legend and task in legend
 
@@ -79,11 +86,24 @@ def test_transfer_edges_cross_between_task_boxes(traced):
     assert clusters(render.graph_to_dot(model)) == ["/job:ps/task:0", "/job:ps/task:1", "/job:worker/task:0"]
 
 
-def test_transfer_edges_are_labelled_with_tensor_dtype_shape_and_bytes(traced):
-    dot = render.graph_to_dot(traced.md, collapse=False)
-    assert 'label="w/read:0\\nfloat32[3,2] · 24 B"' in dot
-    assert 'label="b/read:0\\nfloat32[2] · 8 B"' in dot
-    assert dot.count("(control, 0 B)") == 2
+def test_each_pair_of_tasks_gets_one_label_saying_what_crosses_between_them(traced):
+    """Tensor, dtype/shape and bytes when one tensor crosses; else which tasks, with the totals."""
+    assert sorted(edge_labels(render.graph_to_dot(traced.md, collapse=False))) == [
+        "ps:0 → worker:0:\nw/read:0\nfloat32[3,2] · 24 B\n1 control signal (0 B)",
+        "ps:1 → worker:0:\nb/read:0\nfloat32[2] · 8 B\n1 control signal (0 B)",
+        "…/Add_grad/SumToShape_1:0\nfloat32[2] · 8 B",
+        "…/MatMul_grad/MatMul_1:0\nfloat32[3,2] · 24 B",
+    ]
+
+
+def test_edge_labels_are_left_out_rather_than_drawn_over_each_other(traced):
+    """Graphviz places each xlabel after the layout where it overlaps no node and no other label,
+    and leaves out one that has no such place (its edge's tooltip still says it all)."""
+    dot = render.graph_to_dot(traced.md)
+    assert 'forcelabels="false"' in dot
+    transfers = [line for line in dot.splitlines() if 'class="nbdist-transfer"' in line]
+    assert not any(" [label=" in line for line in transfers)
+    assert all("tooltip=" in line for line in transfers)
 
 
 def test_svg_has_the_transfer_edges_and_task_colours(traced):
@@ -136,6 +156,11 @@ def test_expanding_a_scope_shows_its_ops(model):
     assert "gradients@/job:worker/task:0" in dot  # the others stay collapsed
 
 
+def test_graphs_start_collapsed_with_the_op_count_of_each_scope(model):
+    dot = render.graph_to_dot(model.graph)
+    assert '"model@/job:worker/task:0" [label="model/\\n5 ops"' in dot and '"model/MatMul"' not in dot
+
+
 def test_graphs_above_the_threshold_start_collapsed(model):
     assert "nbdist-scope" in render.graph_to_dot(model.graph, collapse_above=20)  # 39 ops
     assert "nbdist-scope" not in render.graph_to_dot(model.graph, collapse_above=100)
@@ -159,9 +184,9 @@ def test_collapsed_placed_view_draws_flows_between_scopes_counting_bytes_once(tr
     transfers = [line for line in dot.splitlines() if 'class="nbdist-transfer"' in line]
     assert "nbdist-transfer-op" not in dot  # no _Send/_Recv nodes: one edge per flow
     assert any(line.startswith('  "w@/job:ps/task:0" -> "model@/job:worker/task:0"') for line in transfers)
-    labelled = [int(b) for b in re.findall(r"· (\d+) B", "".join(transfers))]
+    labelled = [int(b) for b in re.findall(r"· (\d+) B", "".join(edge_labels(dot)))]
     assert sorted(labelled) == [8, 8, 24, 24]  # each tensor once, though b/read feeds 2 scopes
-    assert "".join(transfers).count("(control, 0 B)") == 2
+    assert "".join(edge_labels(dot)).count("control signal (0 B)") == 2
     assert dot.count('class="nbdist-transfer-again"') == 1
 
 
@@ -199,6 +224,14 @@ def test_dot_to_svg_without_dot_raises_with_the_source(model, monkeypatch, tmp_p
 def test_too_many_nodes_are_not_laid_out(model):
     drawing = render.draw_graph(model.graph, collapse=False, max_nodes=10)
     assert drawing.svg is None and "too many to lay out" in drawing.html and drawing.nodes == 39
+
+
+def test_fitted_to_a_width_a_drawing_never_shrinks_node_text_below_10_px(model):
+    """Graphviz's user units are points and node text is 10 pt: at 1 CSS px per unit it is 10 px."""
+    svg = render.draw_graph(model.graph).svg
+    width = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ', svg)[1])
+    style = f"max-width:100%;height:auto;min-width:{width:.0f}px"
+    assert render.fit_to_width(svg) == svg.replace("<svg ", f'<svg style="{style}" ', 1)
 
 
 def test_draw_graph_returns_the_svg(model):

@@ -64,3 +64,32 @@ def traced_steps(ps_tasks=1):
     finally:
         for server in servers:
             server.stop()
+
+
+def traced_in_graph_step(n_ps, n_workers):
+    """The `tf.RunMetadata` of one traced step of the demo's in-graph replicated model (a tower per
+    worker, gradients averaged on the ps) on `n_ps` + `n_workers` in-process servers."""
+    from nbdist.notebook import replicated_training as rt
+
+    cluster = {
+        "ps": [f"localhost:{free_port()}" for _ in range(n_ps)],
+        "worker": [f"localhost:{free_port()}" for _ in range(n_workers)],
+    }
+    servers = [
+        Server(cluster, job_name=job, task_index=i) for job in cluster for i in range(len(cluster[job]))
+    ]
+    try:
+        model = rt.build_in_graph(n_workers, n_ps)
+        feed = {}
+        for tower in model["towers"]:
+            feed[tower["x"]], feed[tower["y"]] = np.ones((4, 2), np.float32), np.zeros(4, np.int64)
+        md = tf.RunMetadata()
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        with model["graph"].as_default(), tf.Session(servers[n_ps].target) as sess:
+            sess.run(model["init"])
+            sess.run(model["train_op"], feed)  # the traced step is a steady-state one
+            sess.run(model["train_op"], feed, options=options, run_metadata=md)
+        return md
+    finally:
+        for server in servers:
+            server.stop()

@@ -34,16 +34,27 @@ TRANSFER_COLOR = "#d62728"
 UNPLACED_COLOR = "#e8e8e8"
 _SERIES_RE = re.compile(r"(.+?)_?(\d*)")
 _JOB_ORDER = ("chief", "master", "ps", "worker", "evaluator", "localhost", "local")
-# (light, dark) per job: tasks of one job share a hue, each task gets its own shade.
-_HUES = {
-    "ps": ("#fee0b6", "#f07d1c"),
-    "worker": ("#d0e4f5", "#3f8fcb"),
-    "chief": ("#d5efcf", "#41a85f"),
-    "master": ("#d5efcf", "#41a85f"),
-    "localhost": ("#e3e0f0", "#8b7fc0"),
-    "local": ("#e3e0f0", "#8b7fc0"),
+# One hue per job, one shade per task: eight shades each, chosen greedily in CIELAB (lightness 62-90,
+# hue within 12 degrees of the job's) so that each differs most from those before it; black text
+# stays readable on all. Tasks 0 and 1 of a job differ by a colour distance (`color_distance`) of
+# 24-38, any two of the first eight by at least 12 (more than 2 is a just-noticeable difference).
+_PS = ("#f8ba8c", "#e57845", "#e7a343", "#ac9174", "#cf8361", "#fbdebe", "#bf8c4a", "#faa166")
+_CHIEF = ("#a0d49a", "#1bab61", "#7cfbaa", "#87c055", "#8b9b7a", "#7da05c", "#d7e8c4", "#b8f396")
+_LOCAL = ("#bdbafd", "#a882eb", "#5994fe", "#8b95b8", "#e6d6fb", "#a489cf", "#7994db", "#9c9dfb")
+_SHADES = {
+    "ps": _PS,
+    "worker": ("#69ccfd", "#699db1", "#b0e5fa", "#1a9fe1", "#0ea3c8", "#9cbfdf", "#659bc6", "#6abbd8"),
+    "chief": _CHIEF,
+    "master": _CHIEF,
+    "localhost": _LOCAL,
+    "local": _LOCAL,
 }
-_OTHER_HUES = [("#fbd4e4", "#d6508e"), ("#f6efb5", "#c9a800"), ("#d3f0ee", "#2aa198"), ("#eadcd0", "#9c6b45")]
+_OTHER_SHADES = [  # other jobs (e.g. evaluator), by a hash of the name: pink, olive, teal, salmon
+    ("#fba9cd", "#e16cbf", "#f46394", "#b18ba3", "#fad1eb", "#ca7db1", "#de7e9a", "#fa85bd"),
+    ("#d8c683", "#bc8f22", "#e5e971", "#9aa22a", "#a79373", "#fcca67", "#989a50", "#e6e5be"),
+    ("#61d9d1", "#6ca094", "#1ffedd", "#1ea892", "#b0edf0", "#24fbfd", "#0facb2", "#20d2b7"),
+    ("#ffad97", "#f46a67", "#fc8e56", "#ba8a86", "#f9ceba", "#d97c76", "#d2825a", "#fc8c71"),
+]
 
 
 # -- tasks and colours --------------------------------------------------------------------------
@@ -80,26 +91,41 @@ def mix_colors(a, b, t):
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
 
 
-def _spread(i):
-    """0, .5, .25, .75, .125, ...: distinct shades for any number of tasks (van der Corput)."""
-    out, base = 0.0, 0.5
-    while i:
-        out += base * (i & 1)
-        i >>= 1
-        base /= 2
-    return out
-
-
 def task_color(task):
-    """The fill colour of a task label (``/job:ps/task:1``); grey when no task is known."""
+    """The fill colour of a task label (``/job:ps/task:1``); grey when no task is known.
+
+    Tasks past the eighth of a job reuse the shades, each round a little lighter."""
     spec = _spec(task)
     if spec.job is None:
         return UNPLACED_COLOR
-    hue = _HUES.get(spec.job) or _OTHER_HUES[sum(map(ord, spec.job)) % len(_OTHER_HUES)]
-    return mix_colors(*hue, 0.15 + 0.7 * _spread(spec.task or 0))
+    shades = _SHADES.get(spec.job) or _OTHER_SHADES[sum(map(ord, spec.job)) % len(_OTHER_SHADES)]
+    index = spec.task or 0
+    return mix_colors(shades[index % len(shades)], "#ffffff", 0.12 * (index // len(shades)))
 
 
-def tint(color, amount=0.82):
+def _lab(color):
+    """CIELAB (D65) of ``#rrggbb``."""
+    linear = []
+    for i in (1, 3, 5):
+        c = int(color[i : i + 2], 16) / 255
+        linear.append(((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92)
+    r, g, b = linear
+    xyz = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
+    fx, fy, fz = (t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116 for t in xyz)
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def color_distance(a, b):
+    """How different two ``#rrggbb`` colours look: CIE76 delta E, the distance in CIELAB (about 2.3
+    is just noticeable; shades of one job's tasks differ by 12 or more)."""
+    return sum((x - y) ** 2 for x, y in zip(_lab(a), _lab(b))) ** 0.5
+
+
+def tint(color, amount=0.6):
     """`color` mixed towards white (box backgrounds)."""
     return mix_colors(color, "#ffffff", amount)
 
@@ -313,6 +339,17 @@ def collapsible_scopes(model):
     return out
 
 
+def _series_per_task(model, keys, expanded):
+    """``{(task, key): series}`` for the keys of a series (`_series`, over all tasks) of which a
+    task draws two or more: ``replica_3``, one per worker, stays itself on its worker."""
+    series = _series(set(keys.values()), expanded)
+    members = collections.defaultdict(set)  # (task, series) -> its keys drawn on that task
+    for name, key in keys.items():
+        if key in series:
+            members[(model.task[name], series[key])].add(key)
+    return {(task, k): s for (task, s), ks in members.items() if len(ks) > 1 for k in ks}
+
+
 def display_groups(model, nodes, collapse, expanded):
     """How `nodes` are drawn: each alone, or (collapsing) in one group per scope/series and task.
 
@@ -323,15 +360,16 @@ def display_groups(model, nodes, collapse, expanded):
     expanded = set(expanded)
     scopes = scope_sizes(model, {n.name for n in nodes}) if collapse else {}
     keys = {n.name: _group_of(n.name, scopes, expanded) for n in nodes if n.op not in TRANSFER_OPS}
-    series = _series(set(keys.values()), expanded) if collapse else {}
+    series = _series_per_task(model, keys, expanded) if collapse else {}
+    series_names = set(series.values())
     members = collections.defaultdict(list)
     for node in nodes:
         if collapse and node.op in TRANSFER_OPS:
             continue  # collapsed views draw each task-to-task flow as one edge instead
         task = model.task[node.name]
         key = keys.get(node.name, node.name)
-        key = series.get(key, key)
-        grouped = key in scopes or key in series.values()
+        key = series.get((task, key), key)
+        grouped = key in scopes or key in series_names
         members[(f"{key}@{task}", key) if grouped else (node.name, None)].append(node)
     id_of, boxes = {}, {}
     for (did, scope), group in members.items():

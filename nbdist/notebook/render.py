@@ -2,14 +2,17 @@
 
 Pure (no widgets, no kernel): `nbdist.notebook.widgets.graph_view` sets the result as widget
 state. The input is anything `graph_model.graph_model` takes (a Graph, Session, Tensor,
-traced RunMetadata or GraphDef). Large graphs start with their name scopes collapsed, and
-`draw_graph` never lays out more than it can in about a second.
+traced RunMetadata or GraphDef). Name scopes start collapsed (one node per scope and task, with
+its op count), each pair of tasks gets one edge label that says what crosses between them,
+placed where it overlaps nothing, and `draw_graph` never lays out more than it can in about a
+second. `fit_to_width` shrinks a drawing to its box, never its text below `MIN_TEXT_PX`.
 
     drawing = draw_graph(run_metadata)   # .svg, or .html with install hints when `dot` is missing
 """
 
 import collections
 import html
+import re
 import shutil
 import subprocess
 
@@ -30,11 +33,12 @@ from nbdist.notebook.graph_model import (
     tint,
 )
 
-COLLAPSE_ABOVE = 40  # ops; larger graphs start with their name scopes collapsed
-LABELLED_TRANSFERS_MAX = 40  # more transfer edges than this keep their details in tooltips only
+COLLAPSE_ABOVE = 0  # ops; graphs with more start with their name scopes collapsed (so: every one)
+LABELLED_TRANSFERS_MAX = 40  # more task pairs than this keep their transfers' details in tooltips only
 FAST_LAYOUT_ABOVE = 120  # drawn nodes; above this Graphviz trades some crossings for speed
 MAX_LAYOUT_NODES = 400  # drawn nodes laid out at all by `draw_graph` (about 1 s)
 FONT = "DejaVu Sans"
+MIN_TEXT_PX = 10  # fitted to a width, a drawing never shrinks its nodes' text below this (it scrolls)
 
 INSTALL_HINT = (
     "Graphviz's `dot` program was not found on PATH, so the graph cannot be drawn here. Install it "
@@ -59,18 +63,36 @@ def _q(text):
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+class HtmlLabel(str):
+    """A DOT HTML-like label (written ``<...>``, not quoted)."""
+
+
 def _attrs(**kw):
     """A DOT attribute list; ``class_`` may stand for ``class``."""
-    return "[" + ", ".join(f"{k.rstrip('_')}={_q(v)}" for k, v in kw.items()) + "]"
+    return "[" + ", ".join(f"{k.rstrip('_')}={_value(v)}" for k, v in kw.items()) + "]"
+
+
+def _value(v):
+    return f"<{v}>" if isinstance(v, HtmlLabel) else _q(v)
+
+
+def _padded(text):
+    """`text` as an HTML-like label with a margin of 2 points, so that the labels Graphviz places
+    side by side keep apart however the browser measures the font."""
+    lines = "<BR/>".join(html.escape(line) for line in text.split("\n"))
+    table = '<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2" CELLSPACING="0">'
+    return HtmlLabel(f"{table}<TR><TD>{lines}</TD></TR></TABLE>")
 
 
 _GRAPH = {
     "rankdir": "TB",
     "fontname": FONT,
-    "fontsize": 13,
+    "fontsize": 10,
     "labelloc": "t",
+    "labeljust": "l",  # the caption at the left, in view when a wide drawing scrolls
+    "forcelabels": "false",  # an edge label that has no free place is left out, never drawn over another
     "newrank": "true",
-    "nodesep": 0.25,
+    "nodesep": 0.12,
     "ranksep": 0.4,
     "class": "nbdist-graph-root",
 }
@@ -83,7 +105,7 @@ _NODE = {
     "margin": "0.08,0.03",
 }
 _EDGE = {"color": "#7a7a7a", "arrowsize": 0.6, "fontname": FONT, "fontsize": 9}
-_TASK_BOX = {"style": "rounded,filled", "penwidth": 1.5, "fontsize": 14, "class": "nbdist-task"}
+_TASK_BOX = {"style": "rounded,filled", "penwidth": 1.5, "fontsize": 11, "class": "nbdist-task"}
 _FAST_LAYOUT = {"mclimit": 0.2, "nslimit": 2, "nslimit1": 2, "remincross": "false"}
 
 
@@ -103,8 +125,8 @@ _STYLES = {  # DOT attributes per kind of drawn node or edge (the SVG gets the c
     "scope": {"shape": "box3d", "style": "filled", "class": "nbdist-scope"},
     "transfer_op": {
         "shape": "cds",
-        "fontsize": 8,
-        "height": 0.2,
+        "fontsize": 10,
+        "height": 0.25,
         "color": TRANSFER_COLOR,
         "class": "nbdist-transfer-op",
     },
@@ -154,34 +176,36 @@ def _node_line(task, scope, group):
     return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["op"])
 
 
-def _legend(tasks, mode, n_pairs, collapsed):
-    rows = [f'<TR><TD COLSPAN="2"><B>{"Placed" if mode == "placed" else "Requested"} devices</B></TD></TR>']
+def _legend(title, tasks, mode, n_pairs, collapsed):
+    """The graph's caption: `title` over two columns, the tasks' colours beside what each line and
+    shape means (an HTML-like label above the drawing, where it takes no room from the layout)."""
+    swatches = []
     for task in tasks:
         name = html.escape(task or ("no device requested" if mode == "requested" else "unplaced"))
-        rows.append(
-            f'<TR><TD BGCOLOR="{task_color(task)}" WIDTH="22"> </TD><TD ALIGN="LEFT">{name}</TD></TR>'
-        )
-    rows.append('<TR><TD>cylinder</TD><TD ALIGN="LEFT">variable (state that lives on its task)</TD></TR>')
+        swatches.append((f'<TD BGCOLOR="{task_color(task)}" WIDTH="22"> </TD>', name))
+    keys = [("cylinder", "variable (state that lives on its task)")]
     if collapsed:
-        rows.append('<TR><TD>3-D box</TD><TD ALIGN="LEFT">collapsed name scope (expand it above)</TD></TR>')
+        keys.append(("3-D box", "collapsed name scope: N ops (expand above)"))
+    red = f'<FONT COLOR="{TRANSFER_COLOR}">'
     if mode == "placed":
-        rows.append(
-            f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}"><B>━━▶</B></FONT></TD>'
-            f'<TD ALIGN="LEFT">_Send → _Recv: a tensor crossing tasks ({n_pairs})</TD></TR>'
-        )
+        keys.append((f"{red}<B>━━▶</B></FONT>", f"_Send → _Recv: a tensor crossing tasks ({n_pairs})"))
         if collapsed:
-            rows.append(
-                f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}">╍╍▶</FONT></TD>'
-                '<TD ALIGN="LEFT">the same tensor, used here too</TD></TR>'
-            )
+            keys.append((f"{red}╍╍▶</FONT>", "the same tensor, used here too"))
     else:
-        rows.append(
-            f'<TR><TD><FONT COLOR="{TRANSFER_COLOR}">╍╍▶</FONT></TD>'
-            '<TD ALIGN="LEFT">crosses tasks: becomes _Send/_Recv</TD></TR>'
-        )
-    rows.append('<TR><TD>┅┅▶</TD><TD ALIGN="LEFT">control dependency</TD></TR>')
-    table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows) + "</TABLE>"
-    return f'  "nbdist_legend" [shape=plaintext, style="", class="nbdist-legend", label=<{table}>];'
+        keys.append((f"{red}╍╍▶</FONT>", "crosses tasks: becomes _Send/_Recv"))
+    keys.append(("┅┅▶", "control dependency"))
+    rows = []
+    for i in range(max(len(swatches), len(keys))):
+        cells = ""
+        for pair, fmt in ((swatches, "{}"), (keys, "<TD>{}</TD>")):
+            left, right = pair[i] if i < len(pair) else ("", "")
+            cells += (fmt.format(left) if left else '<TD BORDER="0"></TD>') + (
+                f'<TD ALIGN="LEFT">{right}</TD>' if right else '<TD BORDER="0"></TD>'
+            )
+        rows.append(f"<TR>{cells}</TR>")
+    head = f'<TR><TD COLSPAN="4" BORDER="0"><FONT POINT-SIZE="13">{html.escape(title)}</FONT></TD></TR>'
+    table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+    return table + head + "".join(rows) + "</TABLE>"
 
 
 def graph_to_dot(obj, fetch=None, collapse=None, expanded=(), collapse_above=COLLAPSE_ABOVE, title=None):
@@ -225,7 +249,8 @@ def _dot(model, fetch, collapse, expanded, collapse_above, title):
     fast = _FAST_LAYOUT if len(boxes) > FAST_LAYOUT_ABOVE else {}
     lines = [
         "digraph nbdist {",
-        f"  graph {_attrs(label=title, **_GRAPH, **fast)};",
+        f"  graph {_attrs(**_GRAPH, **fast)};",
+        f"  graph [label=<{_legend(title, tasks, model.mode, len(pairs), bool(collapse))}>];",
         f"  node {_attrs(**_NODE)};",
         f"  edge {_attrs(**_EDGE)};",
     ]
@@ -238,7 +263,6 @@ def _dot(model, fetch, collapse, expanded, collapse_above, title):
         lines.extend(f"    {_q(did)} {_node_line(*b)};" for did, b in boxes.items() if b[0] == task)
         lines.append("  }")
     lines.extend(_edge_lines(model, nodes, id_of, pairs))
-    lines.append(_legend(tasks, model.mode, len(pairs), bool(collapse)))
     lines.append("}")
     return "\n".join(lines), len(boxes)
 
@@ -301,16 +325,48 @@ def _edge_lines(model, nodes, id_of, pairs):
             attrs = _attrs(tooltip=tip, **_STYLES["control" if control else "data"])
         lines.append(f"  {_q(src)} -> {_q(dst)} {attrs};")
     transfers = _transfer_edges(model, nodes, id_of, pairs)
-    for src, dst, recvs, again in transfers:
+    labels = _task_pair_labels(model, transfers)
+    for i, (src, dst, recvs, again) in enumerate(transfers):
         if not recvs:  # only tensors already drawn arriving at another node: no bytes counted twice
             tip = "the same tensor(s), received once, also feed this node:\n" + "\n".join(again)
             lines.append(f"  {_q(src)} -> {_q(dst)} {_attrs(tooltip=tip, **_STYLES['transfer_again'])};")
             continue
-        label, tip = _transfer_label(model, recvs)
-        if len(transfers) > LABELLED_TRANSFERS_MAX:  # labels cost layout time and clutter; hover instead
-            label = ""
-        lines.append(f"  {_q(src)} -> {_q(dst)} {_attrs(label=label, tooltip=tip, **_STYLES['transfer'])};")
+        label, tip = labels.get(i) or ("", _transfer_label(model, recvs)[1])
+        # An xlabel is placed after the layout, where it overlaps no node and no other label.
+        text = {"xlabel": _padded(label)} if label else {}
+        lines.append(f"  {_q(src)} -> {_q(dst)} {_attrs(**text, tooltip=tip, **_STYLES['transfer'])};")
     return lines
+
+
+def _nbytes(model, recvs):
+    return sum(model.pair_bytes(model.by_name[r]) or 0 for r in recvs)
+
+
+def _short_task(task):
+    """``/job:ps/task:0`` -> ``ps:0``."""
+    return task.replace("/job:", "").replace("/task:", ":") or "no device"
+
+
+def _task_pair_labels(model, transfers):
+    """``{index in transfers: (label, tooltip)}``: one label per pair of tasks (sender, receiver),
+    on its edge with the most bytes, saying what crosses between them in all; none above
+    `LABELLED_TRANSFERS_MAX` pairs (hover an edge instead)."""
+    by_pair = collections.defaultdict(list)
+    for i, (_, _, recvs, _) in enumerate(transfers):
+        if recvs:
+            first = model.by_name[recvs[0]]
+            by_pair[(task_label(first.attr.get("send_device")), model.task[first.name])].append(i)
+    if len(by_pair) > LABELLED_TRANSFERS_MAX:
+        return {}
+    out = {}
+    for (sender, receiver), edges in by_pair.items():
+        recvs = [r for i in edges for r in transfers[i][2]]
+        label, tip = _transfer_label(model, recvs)
+        if label.count("\n") > 1 or " tensors · " in label:  # a total: say between which tasks
+            label = f"{_short_task(sender)} → {_short_task(receiver)}:\n{label}"
+        heaviest = max(edges, key=lambda i: _nbytes(model, transfers[i][2]))
+        out[heaviest] = (label, tip)
+    return out
 
 
 def _transfer_edges(model, nodes, id_of, pairs):
@@ -334,34 +390,35 @@ def _transfer_edges(model, nodes, id_of, pairs):
 
 
 def _transfer_label(model, recvs):
-    """Edge label and tooltip for the tensors `recvs` receive (tensor, dtype/shape, bytes)."""
+    """Edge label and tooltip for the tensors `recvs` receive (tensor, dtype/shape, bytes): one
+    tensor by name, more as a count and their bytes; control signals as what they wait for."""
     tips = []
     for name in recvs:
         node = model.by_name[name]
         tensor = node.attr.get("tensor_name", "")
         spec = format_spec(node.attr.get("tensor_type"), node.attr.get("tensor_shape"))
         tips.append(f"{tensor} {spec} {format_bytes(model.pair_bytes(node))}  ({node.attr.get('key', '')})")
-    if len(recvs) == 1:
-        node = model.by_name[recvs[0]]
-        tensor = node.attr.get("tensor_name", "")
-        if tensor.startswith("^"):  # one signal may stand for several ops of the sending task
-            waited = node.attr.get("control_inputs") or [tensor[1:]]
-            more = f" +{len(waited) - 1}" if len(waited) > 1 else ""
-            label = f"after {_short(waited[0], 32)}{more}\n(control, 0 B)"
-        else:
-            spec = format_spec(node.attr.get("tensor_type"), node.attr.get("tensor_shape"))
-            label = f"{_short(tensor, 32)}\n{spec} · {format_bytes(model.pair_bytes(node))}"
-    else:
-        data = [r for r in recvs if not model.by_name[r].attr.get("tensor_name", "").startswith("^")]
-        total = sum(model.pair_bytes(model.by_name[r]) or 0 for r in data)
-        controls = len(recvs) - len(data)
-        parts = [f"{len(data)} tensor{'s' * (len(data) > 1)} · {format_bytes(total)}"] if data else []
-        if controls:
-            parts.append(f"{controls} control signal{'s' * (controls > 1)} (0 B)")
-        label = "\n".join(parts)
+    data = [
+        model.by_name[r] for r in recvs if not model.by_name[r].attr.get("tensor_name", "").startswith("^")
+    ]
+    controls = [model.by_name[r] for r in recvs if model.by_name[r] not in data]
+    parts = []
+    if len(data) == 1:
+        spec = format_spec(data[0].attr.get("tensor_type"), data[0].attr.get("tensor_shape"))
+        parts.append(
+            f"{_short(data[0].attr['tensor_name'], 32)}\n{spec} · {format_bytes(model.pair_bytes(data[0]))}"
+        )
+    elif data:
+        parts.append(f"{len(data)} tensors · {format_bytes(sum(model.pair_bytes(n) or 0 for n in data))}")
+    if len(controls) == 1 and not data:  # one signal may stand for several ops of the sending task
+        waited = controls[0].attr.get("control_inputs") or [controls[0].attr["tensor_name"][1:]]
+        more = f" +{len(waited) - 1}" if len(waited) > 1 else ""
+        parts.append(f"after {_short(waited[0], 32)}{more}\n(control, 0 B)")
+    elif controls:
+        parts.append(f"{len(controls)} control signal{'s' * (len(controls) > 1)} (0 B)")
     first = model.by_name[recvs[0]]
     head = f"_Send → _Recv, {task_label(first.attr.get('send_device'))} → {model.task[first.name]}:\n"
-    return label, head + "\n".join(tips)
+    return "\n".join(parts), head + "\n".join(tips)
 
 
 def dot_to_svg(source, timeout_s=60.0):
@@ -383,6 +440,17 @@ def dot_to_svg(source, timeout_s=60.0):
         )
     svg = proc.stdout.decode()
     return svg[svg.find("<svg") :]
+
+
+def fit_to_width(svg, min_text_px=MIN_TEXT_PX):
+    """`svg` (from `dot_to_svg`) styled to shrink to its container's width, but never below the
+    scale at which its nodes' text is `min_text_px` CSS pixels tall: a wider drawing keeps that
+    size and its container scrolls (give the container ``overflow:auto``)."""
+    view_box = re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ', svg)
+    if view_box is None:
+        return svg
+    min_px = float(view_box.group(1)) * min_text_px / _NODE["fontsize"]  # user units are points
+    return svg.replace("<svg ", f'<svg style="max-width:100%;height:auto;min-width:{min_px:.0f}px" ', 1)
 
 
 def missing_dot_html(source):

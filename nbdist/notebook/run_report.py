@@ -56,13 +56,14 @@ def _section(title, what, body, css_class):
 def _graph_section(run_metadata, lang):
     drawing = render.draw_graph(run_metadata)
     if drawing.svg is not None:
-        body = f'<div class="nbdist-picture nbdist-graph">{drawing.svg}</div>'
+        body = f'<div class="nbdist-picture nbdist-graph">{render.fit_to_width(drawing.svg)}</div>'
     else:  # no `dot` (or too large): the install hints and the DOT source, from render
         body = f'<div class="nbdist-graph">{drawing.html}</div>'
     what = (
-        "The placed &amp; partitioned graph of the traced step: one box and one colour per task. "
-        "Each red edge is a tensor sent from one task to another (a <code>_Send</code>/<code>_Recv</code> "
-        "pair the master inserted), labelled with its dtype, shape and the bytes measured."
+        "The placed &amp; partitioned graph of the traced step: one box and one colour per task, each "
+        "name scope collapsed into one box with its number of ops. Each red edge carries tensors sent "
+        "from one task to another (<code>_Send</code>/<code>_Recv</code> pairs the master inserted); one "
+        "label per pair of tasks gives what crosses between them in all: tensors and bytes measured."
     )
     return _section(i18n.text(lang, "h_graph"), what, body, "nbdist-report-graph")
 

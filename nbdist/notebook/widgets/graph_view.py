@@ -4,8 +4,9 @@
     tf.show_graph(run_metadata)             # placed & partitioned, after a traced step
     tf.show_graph(sess, fetch=loss)         # only what `loss` needs
 
-Controls: collapse name scopes (on by default above `render.COLLAPSE_ABOVE` ops), which
-scopes to expand, and "only what this needs" (an op or tensor name). The SVG is inline,
+Controls: collapse name scopes (on by default: one node per scope and task, with its op count),
+which scopes to expand, "fit to width" (never shrinking node text below `render.MIN_TEXT_PX`)
+and "only what this needs" (an op or tensor name). The SVG is inline,
 so hovering a node shows its device and outputs; the display bundle also carries the SVG
 as a static image for frontends without widgets.
 """
@@ -22,11 +23,10 @@ MAX_HEIGHT_PX = 760
 
 
 def _frame(svg, fit):
-    """The SVG in a scrolling box; `fit` scales it down to the box's width (text may get small)."""
+    """The SVG in a scrolling box; `fit` scales it down to the box's width, but never its nodes'
+    text below `render.MIN_TEXT_PX` (a wider graph scrolls)."""
     style = f"overflow:auto;max-height:{MAX_HEIGHT_PX}px;border:1px solid #ddd;padding:4px"
-    if fit:
-        svg = svg.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
-    return f'<div style="{style}">{svg}</div>'
+    return f'<div style="{style}">{render.fit_to_width(svg) if fit else svg}</div>'
 
 
 def _model(source, fetch):
@@ -144,8 +144,9 @@ def show_graph(source, fetch=None, collapse=None, expanded=(), title=None):
             a ``trace`` event (a step a ``%%dtf_worker`` task traced, `tf.report_trace`), or a
             GraphDef dict.
         fetch: a Tensor, Operation or name: show only the subgraph it needs.
-        collapse: draw each name scope as one node per task (None: when over
-            `render.COLLAPSE_ABOVE` ops). The widget has a control to expand scopes.
+        collapse: draw each name scope as one node per task (None: yes, when the graph has
+            more than `render.COLLAPSE_ABOVE` ops, i.e. any). The widget has controls to show
+            every op or to expand chosen scopes.
         expanded: scopes to start expanded.
         title: caption of the drawing.
 
