@@ -245,12 +245,13 @@ def _dot(model, fetch, collapse, expanded, collapse_above, title):
         )
         if fetch is not None and not isinstance(fetch, (list, tuple, set)):
             title += f" — only what {fetch_name(fetch)} needs"
+    scoped = any(scope for _, scope, _ in boxes.values())  # the legend explains 3-D boxes if any
     # Big graphs: cheaper crossing minimisation and ranking (seconds instead of minutes).
     fast = _FAST_LAYOUT if len(boxes) > FAST_LAYOUT_ABOVE else {}
     lines = [
         "digraph nbdist {",
         f"  graph {_attrs(**_GRAPH, **fast)};",
-        f"  graph [label=<{_legend(title, tasks, model.mode, len(pairs), bool(collapse))}>];",
+        f"  graph [label=<{_legend(title, tasks, model.mode, len(pairs), scoped)}>];",
         f"  node {_attrs(**_NODE)};",
         f"  edge {_attrs(**_EDGE)};",
     ]
