@@ -10,6 +10,7 @@ worker's training loop is its own client process (`train_scripts/fault_worker.py
 Every wait is bounded; processes are killed by PID (`LoggedProcs.stop`, `LocalCluster.stop`).
 """
 
+import json
 import re
 import threading
 import time
@@ -221,3 +222,28 @@ def test_a_session_whose_ps_restarted_runs_its_earlier_steps_again_after_restore
         sess.run([train, loss, step], feed)
         assert sess.run(step) == 4  # restored at 3, one step since
         sess.close()
+
+
+ASYNC_SCRIPT = Path(__file__).parent / "train_scripts" / "async_mts.py"
+
+
+def test_a_worker_started_before_its_ps_waits_for_it_and_trains(clients, tmp_path):
+    """Issue 36 §10: tasks start in any order, as in TF. A chief worker whose ps starts 10 s later
+    waits for it within `max_wait_secs` (60), logging what it waits for (not a preemption), then
+    trains."""
+    spec = cluster_dict(ps=1, worker=1)
+    ps_address = spec["ps"][0]
+    spec_json = json.dumps(spec)
+    clients.start("w0", ASYNC_SCRIPT, spec_json, "worker", 0, tmp_path / "ckpt", 3)
+    time.sleep(10)
+    assert clients.procs["w0"][0].poll() is None, clients.text("w0")[-3000:]
+    clients.start("ps", ASYNC_SCRIPT, spec_json, "ps", 0)
+    assert clients.wait_exit("w0", BOUND_S) == 0, clients.text("w0")[-3000:]
+    log = clients.text("w0")
+    assert "done task=0" in log
+    assert re.search(
+        rf"Waiting \(\d+ s left of max_wait_secs\): .*/job:ps/replica:0/task:0 at {ps_address} is "
+        r"unavailable: no connection \(never reached: has it started\?\)",
+        log,
+    ), log[-3000:]
+    assert "preemption" not in log, log[-3000:]

@@ -16,6 +16,7 @@ import nbdist as tf
 from nbdist.notebook import local_cluster as cluster_lib
 from nbdist.notebook import render
 from nbdist.runtime import threads
+from nbdist.runtime.net import transport
 
 sys.path.insert(0, os.path.dirname(__file__))
 from procs import REPO, alive, free_port, wait_gone
@@ -364,3 +365,73 @@ def test_restart_drops_this_threads_channels_to_the_old_processes(cluster):
     assert old.socket.closed  # a channel to the old process would report its lost connection
     assert transport.channel_to(address, "/job:local/task:0", cluster.key) is not old
     assert all(r["alive"] for r in cluster.status())
+
+
+def _ps_probe_graph():
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    return graph, v
+
+
+@pytest.mark.slow
+def test_the_first_sessions_after_restart_task_reach_the_restarted_task(monkeypatch):
+    """Issue 36 §7: each worker's master had lost its connection to the old ps; a new session's
+    first call re-dials (the runtime, even without `restart_task`'s own check), and
+    `restart_task` returns once a session through every other task reaches it."""
+    graph, v = _ps_probe_graph()
+    with tf.LocalCluster(ps=1, worker=2) as cluster:
+        for w in (0, 1):
+            with tf.Session(cluster.target("worker", w), graph=graph) as sess:
+                sess.run(v.initializer)
+        with monkeypatch.context() as m:  # the runtime alone
+            m.setattr(cluster_lib.LocalCluster, "_wait_reached", lambda self, task, started: None)
+            cluster.restart_task("ps", 0)
+        for i in range(4):
+            with tf.Session(cluster.target("worker", i % 2), graph=graph) as sess:
+                sess.run(v.initializer)
+                assert sess.run(v) == 1.0
+        cluster.restart_task("ps", 0)
+        for w in (1, 0):
+            with tf.Session(cluster.target("worker", w), graph=graph) as sess:
+                sess.run(v.initializer)
+
+
+@pytest.mark.slow
+def test_a_reaped_task_is_named_dead_with_its_evidence_well_before_the_timeouts(monkeypatch):
+    """Issue 36 §8: with connect and heartbeat timeouts of 60 s (in the tasks' environment and in
+    this process), a task whose process this LocalCluster reaped is named dead at once with its
+    pid; a master that never reached it names the Unix socket its server left behind."""
+    for name in ("NBDIST_CONNECT_TIMEOUT_S", "NBDIST_HEARTBEAT_TIMEOUT_S"):
+        monkeypatch.setenv(name, "60")
+    monkeypatch.setattr(transport, "CONNECT_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(transport, "HEARTBEAT_TIMEOUT_S", 60.0)
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:worker/task:1"):
+        c = tf.constant(2.0) * 3.0
+    with tf.LocalCluster(worker=2) as cluster:
+        pid = cluster.pids[("worker", 1)]
+        cluster.kill("worker", 1)
+        started = time.monotonic()
+        with (
+            pytest.raises(
+                tf.errors.UnavailableError,
+                match=rf"the master at localhost:\d+ is unavailable: its server is gone: its process, "
+                rf"pid {pid} \(started by this process\), exited with code -9 \(killed by SIGKILL\)",
+            ),
+            tf.Session(cluster.target("worker", 1), graph=graph) as sess,
+        ):
+            sess.run(c)
+        assert time.monotonic() - started < 5  # (1 s on an idle machine; the bound is for load)
+        started = time.monotonic()
+        with (
+            pytest.raises(
+                tf.errors.UnavailableError,
+                match=r"\[/job:worker/replica:0/task:0\] /job:worker/replica:0/task:1 at localhost:\d+ is "
+                r"unavailable: connection refused \(a Unix socket its server left at \S+ refuses "
+                r"connections: its server is gone\)",
+            ),
+            tf.Session(cluster.target("worker", 0), graph=graph) as sess,
+        ):
+            sess.run(c)
+        assert time.monotonic() - started < 5

@@ -502,3 +502,28 @@ def test_without_links_the_master_answers_every_step(two_tasks_without_links):
         for _ in range(5):
             np.testing.assert_array_equal(sess.run([a, a]), [[2.0, 4.0], [2.0, 4.0]])
     assert _steps_completed(procs, "local", 1) == 0
+
+
+def test_a_deadline_bounds_a_new_sessions_first_step_against_a_stopped_task(servers):
+    """Issue 36 §12: registering a new session's partitions is part of its first step, so the
+    step's deadline bounds it (before: `UnavailableError` when heartbeats dropped the task, 5-6 s)."""
+    import signal
+
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable(1.0)
+    with tf.Session(servers.target("local", 0)) as sess:
+        sess.run(v.initializer)  # task 0's master has reached task 1
+    servers.kill("local", 1, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with (
+            pytest.raises(
+                tf.errors.DeadlineExceededError,
+                match=r"waiting for the reply to RegisterGraph from /job:local/replica:0/task:1 at localhost:\d+",
+            ),
+            tf.Session(servers.target("local", 0)) as sess,
+        ):
+            sess.run(v, options=tf.RunOptions(timeout_in_ms=2000))
+        assert time.monotonic() - started < 4.0  # 2x the step's timeout
+    finally:
+        servers.kill("local", 1, signal.SIGCONT)

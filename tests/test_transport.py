@@ -16,7 +16,7 @@ import pytest
 import zmq
 
 import nbdist as tf
-from nbdist.runtime.net import transport
+from nbdist.runtime.net import liveness, transport
 from nbdist.runtime.server_lib import Server
 from procs import free_port
 
@@ -194,10 +194,10 @@ def test_the_probe_knows_an_nbdist_server_and_a_web_server_apart():
     port = free_port()
     server = Server({"local": [f"localhost:{port}"]}, "local", 0)
     try:
-        assert transport.probe_peer(f"localhost:{port}") == ("zeromq", None)
+        assert liveness.probe_peer(f"localhost:{port}") == ("zeromq", None)
     finally:
         server.stop()
     with _http_server() as address:
-        kind, detail = transport.probe_peer(address)
+        kind, detail = liveness.probe_peer(address)
     assert kind == "other" and detail.startswith("it sent b'")
-    assert transport.probe_peer(f"127.0.0.1:{free_port()}") == ("unreachable", None)
+    assert liveness.probe_peer(f"127.0.0.1:{free_port()}") == ("unreachable", None)

@@ -39,9 +39,13 @@ from pathlib import Path
 
 from nbdist import errors
 from nbdist.graph.device import Task
+from nbdist.graph.graph import Graph
 from nbdist.notebook import event_stream, render
+from nbdist.ops.constant_op import constant
 from nbdist.runtime.cluster import ClusterSpec, is_local_host, parse_address
-from nbdist.runtime.net import samehost, shm, transport, wire
+from nbdist.runtime.config import ConfigProto
+from nbdist.runtime.net import liveness, samehost, shm, transport, wire
+from nbdist.runtime.session import Session
 
 READY_TIMEOUT_S = 30.0
 STOP_GRACE_S = 0.5  # SIGTERM, then SIGKILL after this long
@@ -87,6 +91,7 @@ class _TaskProcess:
             start_new_session=True,
         ).result()
         self.pid = self.proc.pid
+        liveness.note_process(address, self.proc)  # its exit names it dead at once (issue 36 §8)
         self._events = cluster.events
         threading.Thread(target=self._read, daemon=True, name=f"nbdist-out-{Task(job, index).label}").start()
 
@@ -305,6 +310,8 @@ class LocalCluster:
             self._tasks.clear()
             was_running, self.running = self.running, False
         self._terminate(tasks)
+        for task in tasks:
+            liveness.forget_process(task.address, task.proc)
         for _, _, address in self.cluster_spec.iter_tasks():
             transport.drop_channel(address, self.key)
         view, self._view = self._view, None
@@ -365,14 +372,34 @@ class LocalCluster:
         task.proc.wait(5)
 
     def restart_task(self, job, task_index):
-        """Starts one task again (killing it first if it runs), at the same address."""
+        """Starts one task again (killing it first if it runs), at the same address; returns its
+        pid once a session through every other task of this cluster reaches it.
+
+        Raises:
+            TaskStartError: it did not start in time (with its stderr).
+            OpError: a session through another task did not reach it (naming both).
+        """
         with self._lock:
             old = self._task(job, task_index)
             self._terminate([old])
             transport.drop_channel(old.address, self.key)
             task = self._tasks[(job, task_index)] = _TaskProcess(self, job, task_index, old.address)
-            self._wait_ready(task, time.monotonic())
+            started = time.monotonic()
+            self._wait_ready(task, started)
+            self._wait_reached(task, started)
         return task.pid
+
+    def _wait_reached(self, task, started):
+        """Runs an op on `task` in a session through every other task (within `ready_timeout_s`),
+        so that their masters' connections to its old process are made again."""
+        graph = Graph()
+        with graph.as_default(), graph.device(Task(task.job, task.index).device):
+            probe = constant(0, name="restart_probe")
+        for other in [t for t in self._tasks.values() if t is not task]:
+            left_ms = max(1, int((self.ready_timeout_s - (time.monotonic() - started)) * 1000))
+            config = ConfigProto(operation_timeout_in_ms=left_ms)
+            with Session(self.target(other.job, other.index), graph=graph, config=config) as sess:
+                sess.run(probe)
 
     def __enter__(self):
         return self

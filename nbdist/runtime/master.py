@@ -266,8 +266,9 @@ class MasterService:
         session = self._session(request.handle)
         _check_feeds(session, request.feeds)
         plan = session.steps.get(_signature(session, request))
-        if plan is None:
-            self.loop.submit(self._plan_then_start, session, request, responder, arrived_s)
+        if plan is None:  # the step's deadline covers planning and registering too
+            deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
+            self.loop.submit(self._plan_then_start, session, request, responder, arrived_s, deadline)
         else:
             calls = []  # service calls are a trace's: an untraced step takes no timestamps for them
             if request.trace:
@@ -275,24 +276,24 @@ class MasterService:
             _Step(self, plan, request, responder, calls, False, arrived_s, session).start()
         return DEFERRED
 
-    def _plan_then_start(self, session, request, responder, arrived_s):
+    def _plan_then_start(self, session, request, responder, arrived_s, deadline):
         calls = []
         try:
-            plan = self._plan(session, request, calls)
+            plan = self._plan(session, request, calls, deadline)
         except Exception as e:  # noqa: BLE001 - becomes the step's error reply
             responder.fail(e)
             return
 
         def start():
             try:
-                _Step(self, plan, request, responder, calls, True, arrived_s, session).start()
+                _Step(self, plan, request, responder, calls, True, arrived_s, session, deadline).start()
             except Exception as e:  # noqa: BLE001 - a malformed request must still be answered
                 responder.fail(e)
 
         self.loop.post(start)
 
     # -- planning (pool) --------------------------------------------------------------------------------
-    def _plan(self, session, request, calls):
+    def _plan(self, session, request, calls, deadline=None):
         feeds, fetches, targets = list(request.feeds), list(request.fetches), list(request.targets)
         with session.lock:
             signature = _signature(session, request)
@@ -313,7 +314,7 @@ class MasterService:
             handles = {}
             for task, part in parts.items():
                 t0 = time.time()
-                handles[task] = self.worker(task).register_graph(part)
+                handles[task] = self.worker(task).register_graph(part, deadline)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
                 _forget_other_incarnations(session, task, handles[task])
             plan = session.steps[signature] = _StepPlan(placement, parts, handles)
@@ -333,13 +334,15 @@ class MasterService:
 class _Step:
     """One step in flight, driven by the I/O thread from start to reply."""
 
-    def __init__(self, master, plan, request, responder, calls, new, start_s, session):
+    def __init__(self, master, plan, request, responder, calls, new, start_s, session, deadline=None):
         self.master = master
         self.session = session
         self.plan = plan
         self.feeds = request.feeds
         self.trace = bool(request.trace)
         self.timeout_s = request.timeout_s or DEFAULT_STEP_TIMEOUT_S
+        if deadline is not None:  # (what planning left of it)
+            self.timeout_s = max(0.001, deadline - time.monotonic())
         self.fetched = StepFetches(request, plan.parts, master.task_device, new)
         self.responder = responder
         self.calls = calls
@@ -380,6 +383,7 @@ class _Step:
                 request,
                 lambda response, via, task=task, t0=t0: self._task_done(task, response, via, t0),
                 self.fail,
+                redial=self.new,  # a new plan's first step makes a lost connection again
             )
             if cancel is not None:
                 self.cancels.append(cancel)

@@ -94,7 +94,11 @@ class RemoteBackend:
         if self._handle is None:
             config = {"device_filters": self._config.device_filters}
             request = CreateSessionRequest(graph_to_graph_def(self._graph), config)
-            reply = CreateSessionResponse.from_msg(self._call(request, timeout_s=60))
+            # A master never reached is waited for until the session's own deadline, if it has one
+            # (tasks start in any order), else `transport.CONNECT_TIMEOUT_S`.
+            bound_s = self._config.operation_timeout_in_ms / 1000 or None
+            reply = self._call(request, timeout_s=max(60, bound_s or 0), connect_timeout_s=bound_s)
+            reply = CreateSessionResponse.from_msg(reply)
             self._handle, self._version = reply.handle, version
             cluster = ClusterSpec(reply.cluster or {})
             self._workers = {

@@ -11,9 +11,9 @@ A master reaches workers through one stub interface, whether the worker is its o
 process's (`LocalWorker`: direct calls) or another task's (`RemoteWorker`: requests on
 the I/O thread's `peers.PeerChannels`)::
 
-    handle = stub.register_graph(partition)              # a pool thread; may block
+    handle = stub.register_graph(partition, deadline)    # a pool thread; may block until deadline
     stub.deregister_graph(handle)                        # best effort
-    cancel = stub.run_graph(request, on_done, on_error)  # the I/O thread; never blocks
+    cancel = stub.run_graph(request, on_done, on_error, redial)  # the I/O thread; never blocks
     stub.abort_step(step_id, message)                    # the I/O thread; one-way
     stub.cleanup_all(containers, timeout_s, session)     # a pool thread; may block
 
@@ -372,13 +372,13 @@ class LocalWorker:
         self.task = service.task_device
         self._loop = loop
 
-    def register_graph(self, part):
+    def register_graph(self, part, deadline=None):
         return self.service.register_graph(*_part_args(part))
 
     def deregister_graph(self, handle):
         self.service.deregister_graph(handle)
 
-    def run_graph(self, request, on_done, on_error):
+    def run_graph(self, request, on_done, on_error, redial=False):
         service, loop = self.service, self._loop
 
         def done(values, stats):
@@ -419,25 +419,31 @@ class RemoteWorker:
         self._loop = loop
         self._key = key
 
-    def _call(self, request, timeout_s):
+    def _call(self, request, timeout_s, connect_timeout_s=None):
         channel = transport.channel_to(self.address, self.task, self._key)
-        return channel.call(request.TYPE, request.body(), timeout_s=timeout_s)
+        return channel.call(request.TYPE, request.body(), timeout_s, connect_timeout_s)
 
-    def register_graph(self, part):
-        reply = self._call(RegisterGraphRequest(*_part_args(part)), timeout_s=60.0)
+    def register_graph(self, part, deadline=None):
+        """Registers `part` there; bounded by the step's `deadline` when it has one, which is
+        also how long a task never reached is waited for (tasks start in any order)."""
+        request = RegisterGraphRequest(*_part_args(part))
+        if deadline is None:
+            return RegisterGraphResponse.from_msg(self._call(request, timeout_s=60.0)).handle
+        reply = self._call(request, max(0.001, deadline - time.monotonic()), float("inf"))
         return RegisterGraphResponse.from_msg(reply).handle
 
     def deregister_graph(self, handle):
         with contextlib.suppress(errors.OpError):  # a task that is gone holds nothing
             self._call(DeregisterGraphRequest(handle), timeout_s=5.0)
 
-    def run_graph(self, request, on_done, on_error):
+    def run_graph(self, request, on_done, on_error, redial=False):
         peers = self._loop.peers
 
         def reply(msg):
             on_done(RunGraphResponse.from_msg(msg), peers.via(self.address))
 
-        request_id = peers.request(self.address, self.task, request.TYPE, request.body(), reply, on_error)
+        body = request.body()
+        request_id = peers.request(self.address, self.task, request.TYPE, body, reply, on_error, redial)
         return None if request_id is None else (lambda: peers.forget(self.address, request_id))
 
     def abort_step(self, step_id, message):

@@ -28,12 +28,20 @@ class PeerChannels:
         self._loop = loop
         self._key = key
         self._channels = {}  # address -> Channel
-        self._inflight = {}  # (address, request id) -> (on_reply, on_error)
+        self._inflight = {}  # (address, request id) -> (on_reply, on_error, sent at)
         self._watchers = {}  # address -> [(on_lost(why), on_back())]
 
-    def channel(self, address, name):
-        """The channel to `address` (made and watched on first use)."""
+    def channel(self, address, name, redial=False):
+        """The channel to `address` (made and watched on first use; with `redial`, made again
+        when its connection was lost: the peer may have restarted)."""
         channel = self._channels.get(address)
+        if redial and channel is not None and channel.lost():
+            self._loop.unwatch(channel.socket)
+            if channel.link is not None and not channel.link.closed:
+                self._loop.unwatch(channel.link.fileno())
+            self._loop.unwatch(channel.monitor)
+            channel.close()
+            channel = self._channels[address] = None
         if channel is None:
             channel = self._channels[address] = transport.Channel(address, name, self._key)
             self._loop.watch(channel.socket, lambda: self._on_reply(address, channel))
@@ -49,22 +57,25 @@ class PeerChannels:
         self._watchers.setdefault(address, []).append((on_lost, on_back))
         self.channel(address, name)
 
-    def request(self, address, name, msg_type, body, on_reply, on_error):
-        """Sends a request; returns its id, or None after calling `on_error` (peer lost)."""
-        channel = self.channel(address, name)
+    def request(self, address, name, msg_type, body, on_reply, on_error, redial=False):
+        """Sends a request; returns its id, or None after calling `on_error` (peer lost).
+
+        With `redial` (a session's first step there), a lost connection is made again first,
+        as a new session's would be; else the request fails at once."""
+        channel = self.channel(address, name, redial)
         if not channel.on_link:  # (a link's peer that goes away closes it: no event to wait for)
             channel.poll_events()
         if channel.handshake_failure is not None:
             on_error(channel.handshake_error())
             return None
         if channel.disconnected_at is not None and not channel.connected:
-            on_error(channel.unavailable(time.monotonic() - channel.disconnected_at, transport.LOST))
+            on_error(channel.lost_error(time.monotonic()))
             return None
         try:
             request_id = channel.send(msg_type, body)
         finally:
             self._touched(channel)
-        self._inflight[(address, request_id)] = (on_reply, on_error)
+        self._inflight[(address, request_id)] = (on_reply, on_error, time.monotonic())
         if not channel.connected:
             since = time.monotonic()
             self._loop.call_later(transport.CONNECT_TIMEOUT_S, lambda: self._check_connected(address, since))
@@ -114,7 +125,7 @@ class PeerChannels:
         if link.closed:
             # What was asked over the link will not be answered: fail it now. (The channel's
             # next requests go over ZeroMQ, whose socket is watched too.)
-            self._fail_requests(address, channel.unavailable(0.0, transport.LOST))
+            self._fail_requests(address, channel.lost_error)
 
     def _deliver(self, address, frames):
         try:
@@ -124,7 +135,7 @@ class PeerChannels:
         callbacks = self._inflight.pop((address, msg.get("id")), None)
         if callbacks is None:
             return
-        on_reply, on_error = callbacks
+        on_reply, on_error, _ = callbacks
         if msg["type"] == "Error":
             try:
                 wire.raise_error(msg)
@@ -143,7 +154,7 @@ class PeerChannels:
             for _, on_back in self._watchers.get(address, ()):
                 on_back()
         if not channel.connected and channel.disconnected_at is not None:
-            self._fail(address, channel.unavailable(0.0, transport.LOST))
+            self._fail(address, channel.lost_error)
         elif channel.refused_since is not None:
             since = channel.refused_since
             self._loop.call_later(
@@ -151,10 +162,11 @@ class PeerChannels:
             )
 
     def _fail_requests(self, address, error):
+        """Fails what `address` owes with `error`, or ``error(sent at)`` (the time waited)."""
         for key in [k for k in self._inflight if k[0] == address]:
             callbacks = self._inflight.pop(key, None)
             if callbacks is not None:
-                callbacks[1](error)
+                callbacks[1](error(callbacks[2]) if callable(error) else error)
 
     def _check_refused(self, address, since):
         channel = self._channels.get(address)
@@ -170,13 +182,14 @@ class PeerChannels:
             return
         channel.poll_events()
         if not channel.connected:
-            self._fail(address, channel.unavailable(time.monotonic() - since, "no connection"))
+            what = "no connection" if channel.existed() is not None else transport.NEVER_REACHED
+            self._fail(address, channel.unavailable(time.monotonic() - since, what))
 
     def _fail(self, address, error, lost_since=None):
         """Fails the requests `address` owes; tells its watchers it is lost."""
         self._fail_requests(address, error)
         channel = self._channels.get(address)
         if channel is not None and not channel.connected:
-            why = transport.LOST if lost_since is None else "connection refused (its server is gone)"
+            why = transport.LOST if lost_since is None else f"connection refused ({channel.existed()})"
             for on_lost, _ in self._watchers.get(address, ()):
                 on_lost(why)

@@ -10,8 +10,8 @@ wait. The serving side is `nbdist.runtime.net.serving`.
 
 import contextlib
 import itertools
+import logging
 import os
-import socket as socketlib
 import threading
 import time
 
@@ -19,7 +19,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime.net import links, samehost, security, wire
+from nbdist.runtime.net import links, liveness, samehost, security, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
@@ -42,6 +42,7 @@ def context():
 # A peer never reached may simply not have started yet (TF programs start in any order).
 REFUSED_GRACE_S = float(os.environ.get("NBDIST_REFUSED_GRACE_S", "0.5"))
 _reached = set()  # addresses this process has been connected to
+_IDLE_S = 0.1  # `channel_to` checks the connection of a channel idle this long
 # A thread's cached channel whose peer has been gone this long (or never answered for
 # NEVER_CONNECTED_S) is evicted when the thread opens another channel: a long-lived process (a
 # notebook kernel, a test run) that starts and stops many clusters keeps sockets only for live
@@ -54,13 +55,9 @@ RECONNECT_IVL_MAX_MS = 1000
 _monitor_ids = itertools.count(1)
 # A peer that accepts the TCP connection but completes no ZeroMQ handshake within PROBE_AFTER_S
 # may be something else on that port (a web server waits for a request line; ZeroMQ would wait
-# out its 30 s handshake timeout): a plain TCP probe then reads its first bytes (`probe_peer`),
-# waiting at most PROBE_WAIT_S for each of its two reads, once per channel.
+# out its 30 s handshake timeout): a plain TCP probe then reads its first bytes
+# once per channel (`liveness.probe_peer`).
 PROBE_AFTER_S = 1.0
-PROBE_WAIT_S = 0.5
-# ZMTP's greeting signature (0xFF, 8 bytes of padding, 0x7F): what any ZeroMQ peer, an nbdist
-# server included, sends first on a connection without waiting for the other side.
-_ZMTP_SIGNATURE = b"\xff" + bytes(7) + b"\x01\x7f"
 # A ZeroMQ handshake that fails because of CURVE: what to tell the user, by monitor event
 # (`_handshake_failure` picks the events that can only mean a key problem).
 _MECHANISM_MISMATCH = (
@@ -92,6 +89,12 @@ LOST = (
     f"the connection was lost (its process exited, or stopped answering heartbeats for "
     f"{HEARTBEAT_TIMEOUT_S:g} s)"
 )
+# A peer this process never connected to (not started yet?): what an error about it says.
+NEVER_REACHED = "no connection (never reached: has it started?)"
+# A call that waits for a peer never reached beyond CONNECT_TIMEOUT_S (a session's deadline:
+# tasks start in any order) logs what it waits for this often.
+WAIT_LOG_EVERY_S = 5.0
+_log = logging.getLogger("nbdist")
 
 
 def set_heartbeats(socket):
@@ -152,10 +155,14 @@ class Channel:
         self.handshake_failure = None  # why the last handshake failed (until one succeeds)
         self.closed_in_handshake_at = None  # the peer closed before a handshake completed
         self.disconnected_at = None
+        self.seen_up_at = None  # the last time its events said it was connected
         self.refused_since = None  # first refused attempt since the last connection
-        self.created_at = time.monotonic()
+        self.created_at = self.handed_at = time.monotonic()  # (handed_at: `channel_to`)
         self.local = samehost.is_loopback(address)  # large tensors go through shared memory
-        self.socket.connect(samehost.connect_endpoint(address, zmq_endpoint(address)))
+        endpoint = samehost.connect_endpoint(address, zmq_endpoint(address))
+        # A socket file of its server that refuses: it existed, and is gone (`existed`).
+        self.leftover_socket = liveness.leftover_socket(address) if endpoint.startswith("tcp") else None
+        self.socket.connect(endpoint)
         # Messages go over a link when the server has one. The DEALER stays connected beside
         # it: its heartbeats and events tell whether the peer lives. A channel with an
         # `identity` (the server writes to it unasked: fetched tensors) names it on the link
@@ -211,6 +218,8 @@ class Channel:
                 self.connected, self.disconnected_at = False, time.monotonic()
             elif event == zmq.EVENT_CONNECT_RETRIED and self.refused_since is None:
                 self.refused_since = time.monotonic()
+        if self.connected:
+            self.seen_up_at = time.monotonic()
 
     def send(self, msg_type, body, request_id=None):
         if self.key is not None and self.to is None and msg_type not in wire.UNADDRESSED:
@@ -220,10 +229,12 @@ class Channel:
         self.send_encoded(frames)
         return request_id
 
-    def _learn_receiver(self):
+    def _learn_receiver(self, timeout_s=None, connect_timeout_s=None):
         """Addresses this channel's signed requests to the server's incarnation, which a ``Ping``
         (that needs no receiver) reports."""
-        pong = self.call("Ping", {}, timeout_s=CONNECT_TIMEOUT_S + HEARTBEAT_TIMEOUT_S)
+        bound_s = CONNECT_TIMEOUT_S + HEARTBEAT_TIMEOUT_S
+        timeout_s = bound_s if timeout_s is None else timeout_s
+        pong = self.call("Ping", {}, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s)
         self.to, self._to_learned = pong["incarnation"], True
 
     def send_encoded(self, frames):
@@ -263,12 +274,44 @@ class Channel:
                 self.socket.poll(50, zmq.POLLOUT)
 
     def unavailable(self, waited_s, what):
+        """`UnavailableError` naming the peer, `what` happened and, unless None, `waited_s`."""
+        after = "" if waited_s is None else f" after {waited_s:.1f} s"
         return errors.UnavailableError(
             None,
             None,
-            f"{self.name} at {self.address} is unavailable: {what} after {waited_s:.1f} s; "
+            f"{self.name} at {self.address} is unavailable: {what}{after}; "
             "is its server running? (check the task's process / %dtf_cluster status)",
         )
+
+    def lost(self):
+        """True when the connection is down: it was lost, or refused, and not made again since (a
+        new call makes it again: the peer may have restarted)."""
+        self.poll_events()
+        return not self.connected and (self.disconnected_at is not None or self.refused_since is not None)
+
+    def lost_error(self, started):
+        """`UnavailableError` for a lost connection, with the real time: waited since `started`
+        when it was seen connected since then, else when it was last seen connected."""
+        now = time.monotonic()
+        if self.seen_up_at is not None and self.seen_up_at >= started:
+            return self.unavailable(now - started, LOST)
+        seen = (
+            ""
+            if self.seen_up_at is None
+            else f"; it was last seen connected {now - self.seen_up_at:.1f} s ago"
+        )
+        return self.unavailable(None, LOST + seen)
+
+    def existed(self):
+        """The evidence that the peer existed (`liveness`), or None (never reached)."""
+        exited = liveness.process_exit(self.address)
+        if exited is not None:
+            return exited
+        if self.address in _reached:
+            return "it was reachable before"
+        if self.leftover_socket is not None:
+            return f"a Unix socket its server left at {self.leftover_socket} refuses connections"
+        return None
 
     def _handshake_failure(self, event, value):
         """Why a failed handshake failed when a key is the cause, else None (an ordinary
@@ -293,19 +336,25 @@ class Channel:
         )
 
     def refused(self, started):
-        """`UnavailableError` if a peer reached before has refused connections for longer
-        than `REFUSED_GRACE_S` (its server is gone: on one host that shows at once), else None."""
-        if self.connected or self.refused_since is None or self.address not in _reached:
+        """`UnavailableError` if a peer known to have existed (`existed`) is gone: its process
+        exited, or it has refused connections for longer than `REFUSED_GRACE_S` (on one host
+        that shows at once); else None."""
+        if self.connected:
             return None
-        now = time.monotonic()
-        if now - self.refused_since <= REFUSED_GRACE_S:
+        exited = liveness.process_exit(self.address)
+        if exited is not None:  # (certain: no grace)
+            return self.unavailable(time.monotonic() - started, f"its server is gone: {exited}")
+        if self.refused_since is None or time.monotonic() - self.refused_since <= REFUSED_GRACE_S:
+            return None
+        evidence = self.existed()
+        if evidence is None:
             return None
         return self.unavailable(
-            now - started, "connection refused (it was reachable before: its server is gone)"
+            time.monotonic() - started, f"connection refused ({evidence}: its server is gone)"
         )
 
     def not_nbdist(self, started, closed=False):
-        """`UnavailableError` if a probe (`probe_peer`) finds that the peer is not a ZeroMQ peer,
+        """`UnavailableError` if a probe (`liveness.probe_peer`) finds that the peer is not a ZeroMQ peer,
         else None. Probes once per channel, only a peer that never completed a handshake with it:
         one that has kept an accepted connection waiting for `PROBE_AFTER_S`, or (`closed`) one
         that closed it. A stopped or busy server is left to the usual bounds."""
@@ -314,7 +363,7 @@ class Channel:
         if not closed and (not self.connected or time.monotonic() - self.connected_at < PROBE_AFTER_S):
             return None
         self.probed = True
-        kind, detail = probe_peer(self.address)
+        kind, detail = liveness.probe_peer(self.address)
         self.silent = kind == "silent"
         if kind != "other":
             return None
@@ -344,12 +393,12 @@ class Channel:
             and not self.connected
             and not (in_handshake and now - self.closed_in_handshake_at <= REFUSED_GRACE_S)
         ):
-            raise self.not_nbdist(started, closed=True) or self.unavailable(now - started, LOST)
+            raise self.not_nbdist(started, closed=True) or self.lost_error(started)
         refused = self.refused(started)
         if refused is not None:
             raise refused
         if not self.connected and now - max(started, self.created_at) > connect_timeout_s:
-            what = "no connection"
+            what = "no connection" if self.existed() is not None else NEVER_REACHED
             if self.silent:
                 what = (
                     "no ZeroMQ handshake (the port accepts connections but nothing answers there: "
@@ -371,6 +420,7 @@ class Channel:
             The remote error's class, if the reply is an error.
         """
         started = time.monotonic()
+        log_at = started + WAIT_LOG_EVERY_S if connect_timeout_s > CONNECT_TIMEOUT_S else None
         # A connected link reports its peer's exit itself (the link closes): the connection's
         # events are read after a wait that brought nothing (a silent peer), not before the first.
         check = not (self.connected and self.on_link)
@@ -380,11 +430,23 @@ class Channel:
             check = True
             now = time.monotonic()
             if deadline is not None and now >= deadline:
+                never = "" if self.connected or self.existed() is not None else f" ({NEVER_REACHED})"
                 raise errors.DeadlineExceededError(
                     None,
                     None,
                     f"timed out after {now - started:.1f} s waiting for {what} from {self.name} "
-                    f"at {self.address}",
+                    f"at {self.address}{never}",
+                )
+            if log_at is not None and now >= log_at and not self.connected:
+                log_at = now + WAIT_LOG_EVERY_S
+                left = "" if deadline is None else f", {deadline - now:.0f} s left of its deadline"
+                _log.info(
+                    "Waiting for %s at %s: %s for %.0f s%s",
+                    self.name,
+                    self.address,
+                    NEVER_REACHED,
+                    now - started,
+                    left,
                 )
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1000)))
             frames, answer = self._next_reply(wait_ms, started, also)
@@ -430,6 +492,8 @@ class Channel:
         if connect_timeout_s is None:
             connect_timeout_s = CONNECT_TIMEOUT_S
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if self.key is not None and self.to is None and msg_type not in wire.UNADDRESSED:
+            self._learn_receiver(timeout_s, connect_timeout_s)  # (within this call's bounds)
         request_id = self.send(msg_type, body)
         what = f"the reply to {msg_type}"
         try:
@@ -442,50 +506,6 @@ class Channel:
         self.to, self._to_learned = None, False
         request_id = self.send(msg_type, body)
         return self.recv_reply(request_id, deadline, connect_timeout_s, what, also)
-
-
-def probe_peer(address, wait_s=PROBE_WAIT_S):
-    """What answers at `address`, found over a plain TCP connection.
-
-    Sends ZMTP's greeting signature and reads what comes back: a ZeroMQ peer sends its own
-    signature first. If nothing comes within `wait_s`, ends its side of the connection (a web
-    server answers a request only when it has one: it then sends its error) and reads again.
-
-    Returns:
-        ``(kind, detail)``: ``("zeromq", None)`` for a ZeroMQ signature; ``("other", "it sent
-        b'HTTP/1.0 400 ...'")`` or ``("other", "it closed the connection without a ZeroMQ
-        greeting")`` for something else; ``("silent", None)`` when nothing came (a stopped
-        process); ``("unreachable", None)`` when the probe could not connect.
-    """
-    try:
-        ip, port = samehost.resolve(address)
-        with socketlib.create_connection((ip, port), timeout=wait_s) as conn:
-            conn.sendall(_ZMTP_SIGNATURE)
-            data = _read_some(conn, wait_s)
-            if data is None:
-                conn.shutdown(socketlib.SHUT_WR)
-                data = _read_some(conn, wait_s)
-    except (OSError, ValueError):
-        return "unreachable", None
-    if data is None:
-        return "silent", None
-    if not data:
-        return "other", "it closed the connection without a ZeroMQ greeting"
-    if data[:1] == b"\xff" and (len(data) < 10 or data[9:10] == b"\x7f"):
-        return "zeromq", None  # (the rest of its greeting may still be on the way)
-    shown = data[:40] + (b"..." if len(data) > 40 else b"")
-    return "other", f"it sent {shown!r}"
-
-
-def _read_some(conn, wait_s):
-    """Up to 64 bytes from `conn` (``b""``: it closed), or None if none came within `wait_s`."""
-    conn.settimeout(wait_s)
-    try:
-        return conn.recv(64)
-    except TimeoutError:
-        return None
-    except OSError:  # reset by the peer: it closed too
-        return b""
 
 
 def _monitor(socket, events):
@@ -521,11 +541,18 @@ def channel_to(address, name="", key=None):
     if cache is None:
         cache = _local.channels = {}
     ch = cache.get((address, key))
+    now = time.monotonic()
+    # A channel whose connection is down is made again (the peer may have restarted). Asked only
+    # of a channel idle for a while: a loop of steps costs no event poll for it.
+    if ch is not None and now - ch.handed_at > _IDLE_S and ch.lost():
+        drop_channel(address, key)
+        ch = None
     if ch is None:
         evict_gone(cache)
         ch = cache[(address, key)] = Channel(address, name, key)
     elif name and ch.name == ch.address:
         ch.name = name
+    ch.handed_at = now
     return ch
 
 
