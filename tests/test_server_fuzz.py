@@ -130,8 +130,8 @@ def _bad_requests(key, session, graph_handles):
     stamp = wire.SenderStamp()
     ids = itertools.count(1)
 
-    def msg(msg_type, body):
-        return wire.encode(msg_type, next(ids), body, key, stamp)
+    def msg(msg_type, body):  # signed, stamped and addressed to the task, as a real client's
+        return wire.encode(msg_type, next(ids), body, key, stamp, to="/job:local/task:0")
 
     f32 = np.zeros(3, np.float32)
     bad_feeds = [
