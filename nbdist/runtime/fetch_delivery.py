@@ -29,7 +29,7 @@ import time
 import zmq
 
 from nbdist import errors
-from nbdist.runtime.net import links, transport, wire
+from nbdist.runtime.net import links, shm, transport, wire
 from nbdist.runtime.protocol import FetchedTensors, RunGraphResponse, RunStepResponse
 
 # Fetched tensors at least this large go straight to the client; smaller ones ride on the
@@ -147,13 +147,16 @@ class ClientInbox:
 
     def release(self, user):
         """`user`'s session closed: closes the connections no other open session of this thread
-        uses (a link to a worker holds a socket until closed, even after the worker is gone)."""
+        uses (a link to a worker holds a socket until closed, even after the worker is gone), and
+        unmaps the shared-memory segments those workers delivered fetches in."""
         if self._users.pop(id(user), None) is None:
             return
         needed = {a for addresses in self._users.values() for a in addresses}
         for address in [a for a in self.channels if a not in needed]:
-            self.channels.pop(address).close()
+            channel = self.channels.pop(address)
+            channel.close()
             self._arrived.pop(address, None)
+            shm.forget_peer(links.peer_pid(channel.link))  # its fetches in shared memory
 
     def address_step(self, request, master_channel, workers):
         """Names this inbox in `request` (a `RunStepRequest`) so that workers may deliver here;

@@ -89,6 +89,7 @@ class Link:
         self._in = bytearray()
         self._ready = collections.deque()  # messages read but not taken yet
         self._poll = None  # (made on the first wait_readable)
+        self.peer_pid = 0  # the server's process, on a client's end (`connect`): its shm segments
 
     def fileno(self):
         return self._fd
@@ -326,7 +327,23 @@ def connect(path, peer=""):
     except OSError:
         sock.close()
         return None
-    return Link(sock, peer)
+    link = Link(sock, peer)
+    link.peer_pid = _peer_pid(sock)
+    return link
+
+
+def peer_pid(link):
+    """The process at the other end of a client's `link` (0: no link, or not known)."""
+    return 0 if link is None else link.peer_pid
+
+
+def _peer_pid(sock):
+    """The pid of the process that listens at the other end of Unix socket `sock` (0: unknown)."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):  # (not Linux)
+        return 0
+    return struct.unpack("3i", creds)[0]
 
 
 def listen(path):

@@ -151,6 +151,8 @@ class ServingLoop:
         self._timers = []  # heap of (when, seq, fn)
         self._timer_seq = itertools.count()
         self._cancelled = 0
+        if self._local and shm.enabled():
+            self.call_later(shm.TIDY_EVERY_S, self._tidy_shm)
         self.peers = peers.PeerChannels(self, key)
         self._at_exit.append(self.peers.close)
         self._stop = threading.Event()
@@ -365,6 +367,12 @@ class ServingLoop:
             self._timers = [e for e in self._timers if e[2] is not _noop]
             heapq.heapify(self._timers)
             self._cancelled = 0
+
+    def _tidy_shm(self):
+        """Unlinks this process's idle shared-memory segments and unmaps peers' dead ones, every
+        `shm.TIDY_EVERY_S` (a task that idles after a large transfer would hold them for good)."""
+        shm.tidy()
+        self.call_later(shm.TIDY_EVERY_S, self._tidy_shm)
 
     def at_exit(self, fn):
         """Runs `fn` on the I/O thread when the loop stops (to close what it owns)."""

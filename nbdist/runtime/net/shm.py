@@ -20,6 +20,11 @@ handle to one use of a segment: a stale or forged handle does not match and is r
 Names are ``nbdist-<uid>-<pid>.<process start time>-<n>``: a process unlinks its own
 segments at exit, and `sweep_leftovers` (run when a server starts or stops and when a
 `LocalCluster` stops) unlinks those of processes that are gone (killed by SIGKILL).
+A segment left free for more than `IDLE_S` is unlinked by its pool (`tidy`). A receiver's
+mapping holds the segment's pages (and a file descriptor) even once it is unlinked, so a
+receiver unmaps a peer's segments when its channel to that peer is dropped (`forget_peer`)
+and those whose sender is gone or has unlinked them (`tidy`: when a channel is dropped,
+before mapping another segment, and every `TIDY_EVERY_S` on a serving loop).
 Set ``$NBDIST_SHM=0`` to send every tensor in the socket instead.
 """
 
@@ -27,12 +32,14 @@ import atexit
 import collections
 import contextlib
 import ctypes
+import itertools
 import mmap
 import os
 import re
 import stat
 import struct
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -43,6 +50,8 @@ SHM_DIR = "/dev/shm"  # noqa: S108 - where POSIX shm lives; files are O_EXCL, 06
 # travel in the socket. $NBDIST_SHM_POOL_MB.
 POOL_MAX_BYTES = int(float(os.environ.get("NBDIST_SHM_POOL_MB", "2048")) * 2**20)
 MAPPINGS_MAX_BYTES = 4 * POOL_MAX_BYTES  # the peers' segments a receiver keeps mapped
+IDLE_S = 30.0  # a pool segment free for longer is unlinked (its receivers unmap it at their `tidy`)
+TIDY_EVERY_S = 10.0  # how often a serving loop runs `tidy`
 MAGIC = b"nbdshm01"
 _HEADER_BYTES = 4096
 _NONCE_AT, _STATE_AT = 8, 16
@@ -50,6 +59,7 @@ _FREE, _BUSY = 0, 1
 _UID = os.geteuid()
 _NAME = re.compile(rf"nbdist-{_UID}-(\d+)\.(\d+)-\d+")
 
+_serials = itertools.count()  # of this process's segment names (any pool's: never reused)
 # Counters, for the servers' Status and the tests: what went through shared memory.
 stats = collections.Counter()
 
@@ -88,10 +98,11 @@ def _start_time(pid):
 
 
 class _Segment:
-    __slots__ = ("name", "mm", "capacity", "nonce")
+    __slots__ = ("name", "mm", "capacity", "nonce", "free_since")
 
     def __init__(self, name, mm, capacity):
         self.name, self.mm, self.capacity, self.nonce = name, mm, capacity, 0
+        self.free_since = None  # when a `unlink_idle` first saw it free (None: in use since)
 
     @property
     def free(self):
@@ -110,7 +121,6 @@ class SegmentPool:
         self._lock = threading.Lock()
         self._segments = []
         self._nbytes = 0
-        self._count = 0
         self._prefix = f"nbdist-{_UID}-{os.getpid()}.{_start_time(os.getpid())}-"
 
     def put(self, array):
@@ -144,13 +154,13 @@ class SegmentPool:
                 if segment is None:
                     return None
             segment.nonce = int.from_bytes(os.urandom(8), "big") >> 1
+            segment.free_since = None
             struct.pack_into("<Q", segment.mm, _NONCE_AT, segment.nonce)
             segment.mm[_STATE_AT] = _BUSY
             return segment
 
     def _create(self, capacity):
-        name = f"{self._prefix}{self._count}"
-        self._count += 1
+        name = f"{self._prefix}{next(_serials)}"
         path = os.path.join(SHM_DIR, name)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -170,6 +180,29 @@ class SegmentPool:
         self._segments.append(segment)
         self._nbytes += capacity
         return segment
+
+    def unlink_idle(self, now=None, idle_s=IDLE_S):
+        """Unlinks the segments seen free for more than `idle_s` (since an earlier call saw them
+        free and none was put in them); returns their names. Their pages go once no receiver
+        maps them (receivers unmap unlinked segments at their `tidy`)."""
+        now = time.monotonic() if now is None else now
+        idle = []
+        with self._lock:
+            for seg in self._segments:
+                if not seg.free:
+                    seg.free_since = None
+                elif seg.free_since is None:
+                    seg.free_since = now
+                elif now - seg.free_since > idle_s:
+                    idle.append(seg)
+            for seg in idle:
+                self._segments.remove(seg)
+                self._nbytes -= seg.capacity
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(SHM_DIR, seg.name))
+                with contextlib.suppress(BufferError):  # (a view still exported: it unmaps when dropped)
+                    seg.mm.close()
+        return [seg.name for seg in idle]
 
     def close(self):
         """Unlinks every segment (at exit); receivers' views stay valid until dropped."""
@@ -207,6 +240,29 @@ def close_pool():
         _pool.close()
 
 
+def tidy():
+    """Unmaps the cached mappings of segments whose sender is gone or has unlinked them, and
+    unlinks this process's pool segments idle for more than `IDLE_S`. Cheap (a stat per mapped
+    segment, a read of /proc per sender): run when a channel is dropped and periodically."""
+    _mappings.forget_gone()
+    if _pool is not None:
+        _pool.unlink_idle()
+
+
+def forget_peer(pid):
+    """A channel to process `pid` was dropped (0: its process is not known): unmaps the cached
+    mappings of that process's segments, then `tidy`. Views still held stay valid (each keeps
+    its mapping until dropped); a later handle maps its segment again."""
+    if pid:
+        _mappings.forget(lambda name, owner: owner[0] == pid)
+    tidy()
+
+
+def mapped_names():
+    """The names of the peers' segments this process keeps mapped (for tests and status)."""
+    return _mappings.names()
+
+
 def _after_fork():
     global _pool, _mappings
     _pool = None
@@ -228,6 +284,7 @@ class _Mappings:
             if mm is not None:
                 self._maps.move_to_end(name)
                 return mm
+        self.forget_gone()  # a new segment: a moment to let go of dead ones
         mm = _map_peer_segment(name)
         with self._lock:
             if name in self._maps:  # another thread mapped it meanwhile
@@ -238,6 +295,39 @@ class _Mappings:
                 _, old = self._maps.popitem(last=False)  # unmapped once its views are gone
                 self._nbytes -= len(old)
         return mm
+
+    def forget(self, drop):
+        """Drops the mappings whose ``drop(name, (pid, start time))`` is true: each is unmapped
+        (its descriptor closed) once no view of it is left."""
+        with self._lock:
+            names = [n for n in self._maps if drop(n, _owner(n))]
+            for name in names:
+                self._nbytes -= len(self._maps.pop(name))
+        return names
+
+    def forget_gone(self):
+        """Drops the mappings of segments whose sender exited or that it unlinked (idle)."""
+        alive = {}
+
+        def gone(name, owner):
+            if owner not in alive:
+                alive[owner] = _start_time(owner[0]) == owner[1]
+            return not alive[owner] or not os.path.exists(os.path.join(SHM_DIR, name))
+
+        with self._lock:
+            if not self._maps:
+                return []
+        return self.forget(gone)
+
+    def names(self):
+        with self._lock:
+            return list(self._maps)
+
+
+def _owner(name):
+    """``(pid, start time)`` of the process that made segment `name` (a name `_NAME` matched)."""
+    match = _NAME.fullmatch(name)
+    return int(match.group(1)), int(match.group(2))
 
 
 _mappings = _Mappings()

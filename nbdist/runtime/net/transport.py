@@ -19,7 +19,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from nbdist import errors
-from nbdist.runtime.net import links, liveness, samehost, security, wire
+from nbdist.runtime.net import links, liveness, samehost, security, shm, wire
 
 _request_ids = itertools.count(1)
 _local = threading.local()
@@ -529,10 +529,10 @@ def _monitor(socket, events):
 
 def evict_gone(cache, keep=()):
     """Drops from `cache` (key -> Channel) the channels whose peers are gone (see `GONE_S`),
-    except those under the keys in `keep`."""
+    except those under the keys in `keep`, and unmaps those peers' shared memory."""
     now = time.monotonic()
     for k in [k for k, ch in cache.items() if k not in keep and ch.gone(now)]:
-        del cache[k]
+        shm.forget_peer(links.peer_pid(cache.pop(k).link))
 
 
 def channel_to(address, name="", key=None):
@@ -562,3 +562,4 @@ def drop_channel(address, key=None):
     ch = cache.pop((address, key), None)
     if ch is not None:
         ch.close()
+        shm.forget_peer(links.peer_pid(ch.link))
