@@ -1,10 +1,21 @@
 """`tf.nn`: activations, softmax, cross-entropy losses, bias_add, xw_plus_b, l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.bias_ops import bias_add
+from nbdist.ops.conv_ops import (
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
 from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
 from nbdist.ops.nn_ops import (
-    bias_add,
     dropout,
     l2_loss,
     leaky_relu,
@@ -19,12 +30,21 @@ from nbdist.ops.nn_ops import (
 
 __all__ = [
     "bias_add",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
     "dropout",
     "embedding_lookup",
     "l2_loss",
     "leaky_relu",
     "log_softmax",
     "relu",
+    "separable_conv2d",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
     "softmax",

@@ -32,6 +32,12 @@ def _second_order(f):
     return g
 
 
+def _bias_add_grad(g, data_format):
+    """The `BiasAddGrad` of `g` (the bias's gradient when `g` is the output's)."""
+    bias = tf.zeros([g.shape[1 if data_format == "NCHW" else -1]], tf.float64)
+    return tf.gradients(tf.nn.bias_add(tf.zeros_like(g), bias, data_format), [bias], grad_ys=g)[0]
+
+
 def dist(*shape):
     """Rows that are probability distributions (cross-entropy labels; TF assumes they sum to 1)."""
     x = p(*shape)
@@ -52,6 +58,50 @@ CASES = [
     ("AddN", lambda x, y: tf.add_n([x, y, x]), [r(2, 2), r(2, 2)]),
     ("BiasAdd", tf.nn.bias_add, [r(2, 3, 4), r(4)]),
     ("BroadcastToLike", lambda x: math_ops.broadcast_to_like(x, tf.zeros([2, 3], tf.float64)), [r(1, 3)]),
+    ("BiasAdd", lambda v, b: tf.nn.bias_add(v, b, data_format="NCHW"), [r(2, 3, 2, 2), r(3)]),
+    ("BiasAddGrad", lambda g: _bias_add_grad(g, "NCHW"), [r(2, 3, 2, 2)]),
+    ("Conv2D", lambda x, w: tf.nn.conv2d(x, w, 2, "SAME"), [r(1, 5, 4, 2), r(3, 2, 2, 3)]),
+    ("Conv2D", lambda x, w: tf.nn.conv2d(x, w, 1, "VALID", dilations=2), [r(2, 5, 5, 1), r(2, 2, 1, 2)]),
+    (
+        "Conv2D",
+        lambda x, w: tf.nn.conv2d(x, w, [1, 1, 3, 1], "SAME", data_format="NCHW"),
+        [r(1, 2, 4, 5), r(2, 1, 2, 2)],
+    ),
+    (
+        "Conv2DBackpropInput",
+        lambda v, w: tf.nn.conv2d_transpose(v, w, [1, 5, 4, 2], 2),
+        [r(1, 3, 2, 3), r(3, 2, 2, 3)],
+    ),
+    (
+        "Conv2DBackpropFilter",
+        lambda x, g: tf.nn.conv2d_backprop_filter(x, [2, 2, 2, 3], g, 2, "VALID"),
+        [r(1, 5, 4, 2), r(1, 2, 2, 3)],
+    ),
+    (
+        "DepthwiseConv2dNative",
+        lambda x, w: tf.nn.depthwise_conv2d(x, w, [1, 2, 2, 1], "SAME"),
+        [r(1, 5, 4, 2), r(3, 2, 2, 2)],
+    ),
+    (
+        "DepthwiseConv2dNative",
+        lambda x, w: tf.nn.depthwise_conv2d(x, w, 1, "VALID", rate=2),
+        [r(1, 5, 5, 2), r(2, 2, 2, 1)],
+    ),
+    (
+        "DepthwiseConv2dNativeBackpropInput",
+        lambda w, g: tf.nn.depthwise_conv2d_native_backprop_input([1, 4, 3, 2], w, g, [1, 2, 2, 1], "SAME"),
+        [r(2, 2, 2, 2), r(1, 2, 2, 4)],
+    ),
+    (
+        "DepthwiseConv2dNativeBackpropFilter",
+        lambda x, g: tf.nn.depthwise_conv2d_native_backprop_filter(x, [2, 2, 2, 2], g, 1, "VALID"),
+        [r(1, 3, 3, 2), r(1, 2, 2, 4)],
+    ),
+    (
+        "DepthwiseConv2dNative",
+        lambda x, w: tf.nn.separable_conv2d(x, w, _f64(r(1, 1, 4, 3)), 1, "SAME"),
+        [r(1, 3, 3, 2), r(2, 2, 2, 2)],
+    ),
     ("Cast", lambda x: tf.cast(tf.cast(x, tf.float32) * 3.0, tf.float64), [r(3)], LOOSE),
     ("ConcatV2", lambda x, y: tf.concat([x, y], axis=1), [r(2, 3), r(2, 1)]),
     ("ConcatV2", lambda x, y: tf.concat([x, y, x], axis=-2), [r(1, 3), r(2, 3)]),
@@ -62,6 +112,7 @@ CASES = [
         lambda a, b: index_ops.parallel_dynamic_stitch([[2, 0], [1]], [a, b]),
         [r(2, 3), r(1, 3)],
     ),
+    ("Cos", tf.cos, [r(2, 3)]),
     ("Exp", tf.exp, [r(2, 3)]),
     ("FloorMod", tf.floormod, [np.array([2.3, -1.7, 5.2]), np.array([1.1, 0.9, -2.1])]),
     ("ExpandDims", lambda x: tf.expand_dims(x, 1) * _f64([[[1.0], [2.0]]]), [r(3, 2)]),
@@ -103,6 +154,7 @@ CASES = [
     ("Reshape", lambda x: tf.reshape(x, [3, -1]) * _f64([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), [r(2, 3)]),
     ("Select", lambda x, y: tf.where(x > 0.0, x * 2.0, y), [r(2, 3), r(2, 3)]),
     ("Sigmoid", tf.sigmoid, [r(2, 3)]),
+    ("Sin", tf.sin, [r(2, 3)]),
     ("Slice", lambda x: tf.slice(x, [1, 0], [1, -1]), [r(3, 4)]),
     ("StridedSlice", lambda x: x[1:, ::2] * x[0, -1], [r(3, 4)]),
     ("StridedSliceGrad", lambda x: tf.gradients(tf.reduce_sum(tf.square(x[1:, 0])), [x])[0], [r(3, 2)]),
@@ -157,6 +209,16 @@ UNKNOWN_SHAPE_CASES = [
     ("Squeeze", tf.squeeze, [r(2, 1)]),
     ("Transpose", tf.transpose, [r(2, 3)]),
     ("BiasAdd", tf.nn.bias_add, [r(2, 3), r(3)]),
+    (
+        "Conv2D",
+        lambda x, w: tf.nn.conv2d(x, w, 2, "SAME", data_format="NCHW"),
+        [r(1, 2, 5, 4), r(3, 2, 2, 3)],
+    ),
+    (
+        "DepthwiseConv2dNative",
+        lambda x, w: tf.nn.depthwise_conv2d(x, w, 1, "VALID"),
+        [r(1, 4, 3, 2), r(2, 2, 2, 2)],
+    ),
     ("Softmax", tf.nn.softmax, [r(2, 3)]),
     (
         "SoftmaxCrossEntropyWithLogits",
@@ -194,7 +256,14 @@ SECOND_ORDER_CASES = [
     ("Sigmoid", _second_order(tf.sigmoid), [r(2, 3)]),
     ("Softplus", _second_order(tf.nn.softplus), [r(2, 3)]),
     ("Tanh", _second_order(tf.tanh), [r(2, 3)]),
+    ("Cos", _second_order(tf.cos), [r(2, 3)]),
     ("MatMul", _second_order(lambda x: tf.matmul(x, x, transpose_b=True)), [r(2, 3)]),
+    ("Conv2D", _second_order(lambda w: tf.nn.conv2d(_f64(r(1, 4, 3, 2)), w * w, 2, "SAME")), [r(2, 2, 2, 1)]),
+    (
+        "DepthwiseConv2dNative",
+        _second_order(lambda x: tf.nn.depthwise_conv2d(x * x, _f64(r(2, 2, 2, 1)), 1, "SAME")),
+        [r(1, 3, 3, 2)],
+    ),
 ]
 
 

@@ -84,9 +84,9 @@ def test_bias_add_checks_the_bias_length_at_run_time():
         run_in_session(y, {bias: np.zeros(3, np.float32)})
 
 
-def test_bias_add_rejects_nchw():
-    with pytest.raises(ValueError, match=r"data_format 'NCHW' is not supported by nbdist"):
-        tf.nn.bias_add(tf.zeros([2, 4]), tf.zeros([4]), data_format="NCHW")
+def test_bias_add_rejects_an_unknown_format():  # (NCHW: tests/test_conv_ops.py)
+    with pytest.raises(ValueError, match=r"data_format 'NCW' is not supported; use 'NHWC' or 'NCHW'"):
+        tf.nn.bias_add(tf.zeros([2, 4]), tf.zeros([4]), data_format="NCW")
 
 
 def test_l2_loss_is_half_sum_of_squares():
@@ -250,5 +250,5 @@ def test_dropout_needs_exactly_one_of_keep_prob_and_rate():
 
 
 def test_unsupported_nn_name_says_so():
-    with pytest.raises(AttributeError, match=r"tf.nn.conv2d is not supported by nbdist yet"):
-        _ = tf.nn.conv2d
+    with pytest.raises(AttributeError, match=r"tf.nn.conv3d is not supported by nbdist yet"):
+        _ = tf.nn.conv3d

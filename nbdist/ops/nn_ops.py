@@ -15,6 +15,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
 from nbdist.ops._shapes import same_as_input
 from nbdist.ops.array_ops import expand_dims, shape, transpose
+from nbdist.ops.bias_ops import bias_add  # both data formats
 from nbdist.ops.constant_op import convert_n, convert_to_tensor
 from nbdist.ops.random_ops import random_uniform
 from nbdist.ops.reduction_ops import reduce_sum
@@ -111,51 +112,7 @@ def log_softmax(logits, axis=None, name=None, dim=None):
     return _on_last_axis("LogSoftmax", logits, _axis_alias(axis, dim), name)
 
 
-# -- bias_add, l2_loss, activations ---------------------------------------------------------------------
-@registry.shape("BiasAdd")
-def _bias_add_shape(inputs, attrs):
-    value, bias = inputs
-    if value.dtype != bias.dtype:
-        raise TypeError(f"tf.nn.bias_add: value is {value.dtype.name} but bias is {bias.dtype.name}")
-    if value.shape.ndims is not None and value.shape.ndims < 2:
-        raise ValueError(f"tf.nn.bias_add: value must have rank >= 2, got shape {value.shape}")
-    if bias.shape.ndims not in (None, 1):
-        raise ValueError(f"tf.nn.bias_add: bias must be 1-D, got shape {bias.shape}")
-    last = value.shape[-1] if value.shape.ndims else None
-    if None not in (last, bias.shape[0]) and last != bias.shape[0]:
-        raise ValueError(f"tf.nn.bias_add: bias has {bias.shape[0]} values for a last dimension of {last}")
-    return [(value.dtype, value.shape)]
-
-
-@registry.kernel("BiasAdd")
-def _bias_add_kernel(ctx, node, value, bias):
-    if bias.ndim != 1 or value.shape[-1] != bias.shape[0]:
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"BiasAdd: bias of shape {list(np.shape(bias))} must match the last dimension "
-            f"of value {list(np.shape(value))}",
-        )
-    return value + bias
-
-
-registry.gradient("BiasAdd")(lambda op, grad: [grad, math_ops.sum_to_shape(grad, op.inputs[1])])
-
-
-def bias_add(value, bias, data_format=None, name=None):
-    """`tf.nn.bias_add`: adds the 1-D `bias` along the last axis of `value` (NHWC).
-
-    Raises:
-        ValueError: for ``data_format="NCHW"`` (not supported by nbdist) or mismatched sizes.
-    """
-    if data_format not in (None, "NHWC", "N...C"):
-        raise ValueError(
-            f"tf.nn.bias_add: data_format {data_format!r} is not supported by nbdist; use 'NHWC'"
-        )
-    value, bias = convert_n([value, bias])
-    return registry.make_op("BiasAdd", [value, bias], {"data_format": "NHWC"}, name=name).outputs[0]
-
-
+# -- xw_plus_b, l2_loss, activations ---------------------------------------------------------------------
 def xw_plus_b(x, weights, biases, name=None):
     """`tf.nn.xw_plus_b`: ``matmul(x, weights) + biases`` (a `MatMul` then a `BiasAdd` named `name`).
 
