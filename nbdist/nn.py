@@ -27,8 +27,10 @@ from nbdist.ops.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
+from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
 
 __all__ = [
+    "avg_pool",
     "bias_add",
     "conv2d",
     "conv2d_backprop_filter",
@@ -42,7 +44,10 @@ __all__ = [
     "embedding_lookup",
     "l2_loss",
     "leaky_relu",
+    "local_response_normalization",
     "log_softmax",
+    "lrn",
+    "max_pool",
     "relu",
     "separable_conv2d",
     "sigmoid",

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from nbdist.graph.tensor_shape import TensorShape
+from nbdist.ops.shape_ops import get_static_value
 
 FORMATS = ("NHWC", "NCHW")
 PADDINGS = ("SAME", "VALID")
@@ -93,6 +94,12 @@ def nhwc_dims(shape, data_format):
 def shape_of_nhwc(dims, data_format):
     n, h, w, c = dims
     return TensorShape([n, h, w, c] if data_format == "NHWC" else [n, c, h, w])
+
+
+def sizes_shape(sizes_tensor):
+    """The static shape a 1-D sizes input (a backprop op's ``input_sizes``) gives, rank 4 if unknown."""
+    value = get_static_value(sizes_tensor)
+    return TensorShape([int(v) for v in np.ravel(value)]) if value is not None else TensorShape([None] * 4)
 
 
 def to_nhwc(x, data_format):

@@ -13,7 +13,6 @@ with `Window.col2im`.
 import numpy as np
 
 from nbdist.graph.graph import get_default_graph
-from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import int_tensor, invalid_argument
 from nbdist.ops._windows import (
@@ -23,6 +22,7 @@ from nbdist.ops._windows import (
     from_nhwc,
     nhwc_dims,
     shape_of_nhwc,
+    sizes_shape,
     spatial_sequence,
     to_nhwc,
 )
@@ -163,19 +163,14 @@ def _forward_shape(family, op_type, x, w, attrs):
     return shape_of_nhwc([n, oh, ow, family.out_channels(c, fdims)], fmt)
 
 
-def _sizes_shape(sizes_tensor):
-    value = get_static_value(sizes_tensor)
-    return TensorShape([int(v) for v in np.ravel(value)]) if value is not None else TensorShape([None] * 4)
-
-
 def _register_shapes(family):
     @registry.shape(family.forward)
     def _forward(inputs, attrs):
         x, w = inputs
         return [(x.dtype, _forward_shape(family, family.forward, x, w, attrs))]
 
-    registry.shape(family.backprop_input)(lambda inputs, attrs: [(inputs[1].dtype, _sizes_shape(inputs[0]))])
-    registry.shape(family.backprop_filter)(lambda inputs, attrs: [(inputs[0].dtype, _sizes_shape(inputs[1]))])
+    registry.shape(family.backprop_input)(lambda inputs, attrs: [(inputs[1].dtype, sizes_shape(inputs[0]))])
+    registry.shape(family.backprop_filter)(lambda inputs, attrs: [(inputs[0].dtype, sizes_shape(inputs[1]))])
 
 
 # -- kernels ---------------------------------------------------------------------------------------------
