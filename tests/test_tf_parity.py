@@ -52,6 +52,7 @@ FORWARD = {
     "relu": lambda t: t.nn.relu(X),
     "sigmoid": lambda t: t.sigmoid(X),
     "tanh": lambda t: t.tanh(X),
+    "cos_sin_ceil": lambda t: t.cos(X) + t.sin(X) * t.ceil(X),
     "exp_log": lambda t: t.log(t.exp(X) + 1.0),
     "sqrt_square": lambda t: t.sqrt(t.square(X) + 1.0),
     "pow": lambda t: t.pow(t.constant(POSITIVE), 1.5),

@@ -32,6 +32,8 @@ from nbdist.ops.constant_op import convert_n, convert_to_tensor
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.unary_ops import (
     abs,  # noqa: A004 - TF's public name tf.abs
+    ceil,
+    cos,
     exp,
     floor,
     identity,
@@ -42,6 +44,7 @@ from nbdist.ops.unary_ops import (
     relu,
     sigmoid,
     sign,
+    sin,
     softplus,
     sqrt,
     square,
@@ -56,8 +59,9 @@ __all__ += ["pow", "range", "squared_difference", "subtract", "truediv"]
 __all__ += ["broadcast_to_like", "sum_to_shape"]  # broadcast_ops
 __all__ += ["cast", "ones_like", "to_float", "where", "zeros_like"]  # cast_select_ops
 __all__ += ["matmul"]  # matmul_ops
-__all__ += ["abs", "exp", "floor", "identity", "log", "log1p", "negative", "reciprocal"]  # unary_ops
-__all__ += ["relu", "sigmoid", "sign", "softplus", "sqrt", "square", "stop_gradient", "tanh"]
+__all__ += ["abs", "ceil", "cos", "exp", "floor", "identity", "log", "log1p", "negative"]  # unary_ops
+__all__ += ["reciprocal", "relu", "sigmoid", "sign", "sin", "softplus", "sqrt", "square", "stop_gradient"]
+__all__ += ["tanh"]
 
 
 # -- binary elementwise: shapes, kernels, gradients -----------------------------------------------

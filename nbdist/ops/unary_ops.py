@@ -84,8 +84,13 @@ log1p = _unary_op(
     doc="`tf.log1p`: ``log(1 + x)``, accurate for small `x`.",
 )
 _unary_op("Softplus", _softplus, lambda op, grad: [grad * sigmoid(op.inputs[0])])  # softplus(features)
-# (Floor is piecewise constant: its gradient is zero almost everywhere, as TF's None)
+# (Floor and Ceil are piecewise constant: their gradient is zero almost everywhere, as TF's None)
 floor = _unary_op("Floor", np.floor, None, "floor")
+ceil = _unary_op("Ceil", np.ceil, None, "ceil", doc="`tf.ceil`: the smallest integer not below `x`.")
+sin = _unary_op("Sin", np.sin, lambda op, grad: [grad * cos(op.inputs[0])], "sin", doc="`tf.sin`: the sine.")
+cos = _unary_op(
+    "Cos", np.cos, lambda op, grad: [-grad * sin(op.inputs[0])], "cos", doc="`tf.cos`: the cosine."
+)
 
 
 def relu(features, name=None):

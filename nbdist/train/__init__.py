@@ -29,6 +29,14 @@ from nbdist.train.checkpoint_management import (
 from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.gradient_descent import GradientDescentOptimizer
+from nbdist.train.learning_rate_decay import (
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.monitored_session import (
     ChiefSessionCreator,
@@ -101,14 +109,20 @@ __all__ = [
     "add_queue_runner",
     "assert_global_step",
     "checkpoint_exists",
+    "cosine_decay",
     "create_global_step",
+    "exponential_decay",
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "inverse_time_decay",
     "latest_checkpoint",
+    "natural_exp_decay",
+    "piecewise_constant",
+    "polynomial_decay",
     "remove_checkpoint",
     "replica_device_setter",
     "start_queue_runners",
