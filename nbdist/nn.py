@@ -1,6 +1,8 @@
-"""`tf.nn`: activations, softmax, cross-entropy losses, bias_add, xw_plus_b, l2_loss, dropout."""
+"""`tf.nn`: activations, softmax, cross-entropy losses, normalizations, top_k, bias_add, xw_plus_b,
+l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.activation_ops import crelu, elu, relu6, selu, silu, softsign, swish
 from nbdist.ops.bias_ops import bias_add
 from nbdist.ops.conv_ops import (
     conv2d,
@@ -27,7 +29,9 @@ from nbdist.ops.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
+from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
+from nbdist.ops.top_k_ops import in_top_k, top_k
 
 __all__ = [
     "avg_pool",
@@ -60,6 +64,10 @@ __all__ = [
     "tanh",
     "xw_plus_b",
 ]
+
+# Issue 29 §3: the remaining activations, normalizations, top_k / in_top_k.
+__all__ += ["batch_normalization", "crelu", "elu", "in_top_k", "l2_normalize", "moments", "relu6"]
+__all__ += ["selu", "silu", "softsign", "swish", "top_k"]
 
 
 def __getattr__(name):

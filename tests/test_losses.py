@@ -23,7 +23,6 @@ UNIT_LABELS = LABELS / np.linalg.norm(LABELS, axis=1, keepdims=True)
 
 WEIGHTS = {
     "one": 1.0,
-    "scalar": 2.5,
     "zero": 0.0,
     "per_row": np.array([[1.0], [0.0], [2.0], [0.5]], np.float32),
     "full": np.where(_RNG.uniform(size=(4, 3)) > 0.3, _RNG.uniform(0.5, 2, (4, 3)), 0.0).astype(np.float32),
