@@ -144,8 +144,9 @@ class Window:
         return as_strided(xp, shape, (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
 
     def col2im(self, cols, in_shape):
-        """The adjoint of `patches`: adds ``cols (N, OH, OW, KH, KW, C)`` into an input of
-        `in_shape` (NHWC, unpadded), one slice-add per kernel tap."""
+        """The adjoint of `patches`: adds ``cols (KH, KW, N, OH, OW, C)`` (tap-major, so that each
+        tap's block is contiguous) into an input of `in_shape` (NHWC, unpadded), one slice-add
+        per kernel tap."""
         n, h, w, c = in_shape
         (oh, top, bottom), (ow, left, right) = self.out_hw(h, w)
         out = np.zeros((n, h + top + bottom, w + left + right, c), cols.dtype)
@@ -154,5 +155,5 @@ class Window:
             for j in range(self.ksize[1]):
                 rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
                 columns = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
-                out[:, rows, columns, :] += cols[:, :, :, i, j, :]
+                out[:, rows, columns, :] += cols[i, j]
         return out[:, top : top + h, left : left + w, :]

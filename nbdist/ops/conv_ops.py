@@ -50,8 +50,11 @@ def _conv_forward(win, x, w):
 
 
 def _conv_input(win, in_shape, w, dy):
-    cols = np.tensordot(dy, w, axes=([3], [3]))  # (N, OH, OW, KH, KW, C)
-    return win.col2im(cols, in_shape)
+    kh, kw, c, o = w.shape
+    n, oh, ow, _ = dy.shape
+    taps = w.transpose(0, 1, 3, 2).reshape(kh * kw, o, c)
+    cols = np.matmul(dy.reshape(1, -1, o), taps)  # (KH*KW, NOO, C): one batched GEMM, tap-major
+    return win.col2im(cols.reshape(kh, kw, n, oh, ow, c), in_shape)
 
 
 def _conv_filter(win, x, dy):
@@ -68,18 +71,23 @@ def _by_channel(win, x):
 
 
 def _depthwise_forward(win, x, w):
-    cols, (n, oh, ow) = _by_channel(win, x)
+    """A multiply-add per tap over the strided view: each channel's product has inner dimension
+    KH*KW only, where a batched GEMM (with its im2col copy) measured 3.8x slower (docs/benchmarks.md)."""
+    xp, out_hw, _ = win.pad(x)
+    p = win.patches(xp, out_hw)
     kh, kw, c, m = w.shape
-    y = np.matmul(cols, w.reshape(kh * kw, c, m).transpose(1, 0, 2))  # (C, NOO, M): one batched GEMM
-    return y.reshape(c, n, oh, ow, m).transpose(1, 2, 3, 0, 4).reshape(n, oh, ow, c * m)
+    y = np.zeros((*p.shape[:3], c, m), np.result_type(x, w))
+    for i in range(kh):
+        for j in range(kw):
+            y += p[:, :, :, i, j, :, None] * w[i, j]
+    return y.reshape(*p.shape[:3], c * m)
 
 
 def _depthwise_input(win, in_shape, w, dy):
-    kh, kw, c, m = w.shape
+    _, _, c, m = w.shape
     n, oh, ow, _ = dy.shape
-    g = dy.reshape(n * oh * ow, c, m).transpose(1, 0, 2)
-    cols = np.matmul(g, w.reshape(kh * kw, c, m).transpose(1, 2, 0))  # (C, NOO, KH*KW)
-    return win.col2im(cols.reshape(c, n, oh, ow, kh, kw).transpose(1, 2, 3, 4, 5, 0), in_shape)
+    cols = np.einsum("nhwcm,ijcm->ijnhwc", dy.reshape(n, oh, ow, c, m), w)  # tap-major, for col2im
+    return win.col2im(cols, in_shape)
 
 
 def _depthwise_filter(win, x, dy, filter_shape):

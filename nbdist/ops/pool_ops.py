@@ -147,7 +147,7 @@ def _avg_pool_grad_kernel(ctx, node, sizes, grad):
     n, *rest = (int(v) for v in sizes)
     in_shape = (n, *rest) if win.data_format == "NHWC" else (n, rest[1], rest[2], rest[0])
     g = to_nhwc(grad, win.data_format) / _counts(win, in_shape[1], in_shape[2]).astype(grad.dtype)
-    cols = np.broadcast_to(g[:, :, :, None, None, :], (*g.shape[:3], *win.ksize, g.shape[3]))
+    cols = np.broadcast_to(g, (*win.ksize, *g.shape))
     return from_nhwc(win.col2im(cols, in_shape), win.data_format)
 
 
@@ -257,8 +257,10 @@ def _lrn_grad(op, grad):
 
 
 def local_response_normalization(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None):  # noqa: A002
-    """`tf.nn.lrn`: ``input / (bias + alpha * sqr_sum) ** beta``, where `sqr_sum` sums the
-    squares of the ``2 * depth_radius + 1`` channels around each one (of a 4-D NHWC input).
+    """`tf.nn.lrn`: local response normalisation over the channels of a 4-D NHWC input.
+
+    ``input / (bias + alpha * sqr_sum) ** beta``, where `sqr_sum` sums the squares of the
+    ``2 * depth_radius + 1`` channels around each one (fewer at the ends).
     """
     x = convert_to_tensor(input)
     attrs = {
