@@ -71,6 +71,6 @@ def test_the_script_trains_on_a_real_cluster_and_writes_small_pngs(tmp_path):
 def test_the_graph_picture_is_a_traced_step_across_the_cluster():
     dashboard_png, graph_dot = load_script().run_cluster()
     png_size(dashboard_png)
-    assert "Placed & partitioned: 2 tasks" in graph_dot
+    assert "Placed &amp; partitioned: 2 tasks" in graph_dot  # (the caption is an HTML-like label)
     assert "/job:ps/task:0" in graph_dot and "/job:worker/task:0" in graph_dot
     assert graph_dot.count('class="nbdist-transfer"') >= 4  # the variables' reads and the gradients

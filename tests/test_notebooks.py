@@ -130,7 +130,7 @@ SHOWN = {
         "no: process exited with code -9 (killed by SIGKILL)",
         "uninitialized variables after the worker's restart: none",
         "training goes on from 25 -> global step 45",
-        "UnavailableError: [/job:worker/replica:0/task:0] /job:ps/replica:0/task:0 at localhost:",
+        "UnavailableError: [/job:worker/replica:0/task:0] /job:ps/task:0 at localhost:",
         "uninitialized variables after the ps's restart: ['w', 'global_step']",
         "restored model-40: global step 40 -> global step 65",
         "steps run: 65 ; last global step: 60",

@@ -40,6 +40,9 @@ def main(out_dir):
     options = tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE, output_partition_graphs=True)
     with tf1.Session(servers["worker"].target, graph=graph) as sess:
         sess.run(init)
+        # A warm-up step first: the traced one is then a steady-state step (the first step's
+        # trace, with the graph's first registration, sometimes lacked a transfer's bytes).
+        sess.run([loss, train], {x: [[1.0, 2.0, 3.0, 4.0]]})
         sess.run([loss, train], {x: [[1.0, 2.0, 3.0, 4.0]]}, options=options, run_metadata=md)
     out = Path(out_dir)
     (out / "run_metadata.pb").write_bytes(md.SerializeToString())
