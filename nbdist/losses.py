@@ -1,45 +1,11 @@
 """`tf.losses`: weighted losses, their reductions and the LOSSES collection (TF 1.x's names)."""
 
+from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
-from nbdist.ops.loss_ops import (
-    Reduction,
-    absolute_difference,
-    add_loss,
-    compute_weighted_loss,
-    cosine_distance,
-    get_losses,
-    get_regularization_loss,
-    get_regularization_losses,
-    get_total_loss,
-    hinge_loss,
-    huber_loss,
-    log_loss,
-    mean_pairwise_squared_error,
-    mean_squared_error,
-    sigmoid_cross_entropy,
-    softmax_cross_entropy,
-    sparse_softmax_cross_entropy,
-)
+from nbdist.ops import loss_ops as _loss_ops
 
-__all__ = [
-    "Reduction",
-    "absolute_difference",
-    "add_loss",
-    "compute_weighted_loss",
-    "cosine_distance",
-    "get_losses",
-    "get_regularization_loss",
-    "get_regularization_losses",
-    "get_total_loss",
-    "hinge_loss",
-    "huber_loss",
-    "log_loss",
-    "mean_pairwise_squared_error",
-    "mean_squared_error",
-    "sigmoid_cross_entropy",
-    "softmax_cross_entropy",
-    "sparse_softmax_cross_entropy",
-]
+_export_all(globals(), _loss_ops)  # the names of loss_ops.__all__, listed there once
+__all__ = list(_loss_ops.__all__)
 
 
 def __getattr__(name):
