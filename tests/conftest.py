@@ -19,6 +19,10 @@ import os
 
 import pytest
 
+# Under TF >= 2.16, tf.compat.v1.layers (the tf.layers parity tests) needs Keras 2 (the tf-keras
+# package of the [tf] extra); TF reads this once, when it is first imported.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
 
 def pytest_configure(config):
     config.addinivalue_line(

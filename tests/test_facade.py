@@ -36,7 +36,7 @@ def test_supported_names_resolve(path):
 
 
 def test_namespaces_are_modules():
-    for name in ("nn", "train", "errors", "summary", "metrics", "losses"):
+    for name in ("nn", "train", "errors", "summary", "metrics", "losses", "layers"):
         assert isinstance(getattr(tf, name), types.ModuleType)
 
 
@@ -87,7 +87,7 @@ def _public_names(namespace):
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("path", ["", "nn", "train", "errors", "summary", "metrics", "losses"])
+@pytest.mark.parametrize("path", ["", "nn", "train", "errors", "summary", "metrics", "losses", "layers"])
 def test_every_exported_name_exists_in_tensorflow(tf1, path):
     ours, theirs = tf, tf1
     for part in filter(None, path.split(".")):

@@ -47,6 +47,7 @@ LAYER_OF = {
     # facade loads lazily, from strings).
     "nbdist": "facade",
     "nbdist.nn": "facade",
+    "nbdist.layers": "facade",  # tf.layers: re-exports of ops/layers_*.py
     "nbdist.train.__init__": "facade",
     "nbdist.summary.__init__": "facade",
     # ``python -m nbdist.server``: one task's process. Its cells see the facade as `tf`; it

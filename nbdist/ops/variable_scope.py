@@ -287,6 +287,8 @@ class variable_scope:  # noqa: N801 - TF's public name
         if self._auxiliary_name_scope:
             self._name_scope_cm = graph.name_scope(name_scope)
             opened = self._name_scope_cm.__enter__()
+        elif isinstance(nos, VariableScope):
+            opened = name_scope  # TF keeps a re-entered scope's name scope (tf.layers' ops use it)
         else:
             opened = graph.get_name_scope() + "/" if graph.get_name_scope() else ""
         fields = {f: getattr(base, f) for f in self._overrides}
