@@ -135,6 +135,18 @@ SHOWN = {
         "restored model-40: global step 40 -> global step 65",
         "steps run: 65 ; last global step: 60",
     ],
+    "09_a_cnn_across_the_cluster.ipynb": [
+        "[worker:0] conv1/kernel   (5, 5, 1, 8)     on /job:ps/task:0",
+        "[worker:0] conv2/kernel   (5, 5, 8, 16)    on /job:ps/task:0",
+        "[worker:0] logits on /job:worker/task:0",
+        "/job:ps/task:0 -> /job:worker/task:1: conv2/kernel/read:0 ",  # the kernels go out...
+        "/job:worker/task:1 -> /job:ps/task:0: gradients/conv2/Conv2D_grad/Conv2DBackpropFilter:0 ",  # ...grads back
+        "[worker:1] 90,192 bytes on the wire in this step",  # the parameters twice; no activation
+        "<nbdist PlacementView (placed): /job:ps/task:0: 7 variables, /job:worker/task:1: 0 variables>",
+        "<nbdist GraphView: placed, 125 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
+        "<nbdist TimelineView: 2 tasks",
+        "went down: True",
+    ],
 }
 
 
