@@ -1,9 +1,14 @@
 """`tf.metrics`: streaming metrics with local state, each returning ``(value, update_op)``."""
 
+from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
-from nbdist.ops.metrics_ops import accuracy, mean
+from nbdist.ops import metrics_confusion as _metrics_confusion
+from nbdist.ops import metrics_ops as _metrics_ops
 
-__all__ = ["accuracy", "mean"]
+_export_all(globals(), _metrics_ops)  # accuracy, mean
+_export_all(globals(), _metrics_confusion)  # the counts, precision, recall, auc, errors, mean_iou
+__all__ = list(_metrics_ops.__all__)
+__all__ += _metrics_confusion.__all__
 
 
 def __getattr__(name):

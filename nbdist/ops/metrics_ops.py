@@ -32,7 +32,8 @@ def metric_variable(shape, dtype, validate_shape=True, name=None):
     )
 
 
-def _check_collections(metrics_collections, updates_collections):
+def check_collections(metrics_collections, updates_collections):
+    """Raises ValueError unless each collections argument is None, a list or a tuple (as TF)."""
     given = {"metrics_collections": metrics_collections, "updates_collections": updates_collections}
     for what, value in given.items():
         if value is not None and not isinstance(value, (list, tuple)):
@@ -55,7 +56,7 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
     Raises:
         ValueError: if a collections argument is not a list or tuple.
     """
-    _check_collections(metrics_collections, updates_collections)
+    check_collections(metrics_collections, updates_collections)
     with variable_scope(name, "mean", [values, weights]):
         values = math_ops.cast(convert_to_tensor(values), _dtypes.float32)
         total = metric_variable([], _dtypes.float32, name="total")
@@ -81,8 +82,9 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
     return mean_t, update_op
 
 
-def _remove_squeezable_dimensions(labels, predictions):
-    """Drops a trailing size-1 axis of whichever has one more dimension (static ranks)."""
+def remove_squeezable_dimensions(labels, predictions):
+    """Drops a trailing size-1 axis of whichever has one more dimension (static ranks; TF's
+    ``remove_squeezable_dimensions``)."""
     lr, pr = labels.shape.ndims, predictions.shape.ndims
     if lr is not None and pr is not None:
         if pr == lr + 1 and predictions.shape.dims[-1] in (1, None):
@@ -110,7 +112,7 @@ def accuracy(
         ValueError: if the shapes of `labels` and `predictions` are incompatible.
     """
     labels, predictions = convert_to_tensor(labels), convert_to_tensor(predictions)
-    labels, predictions = _remove_squeezable_dimensions(labels, predictions)
+    labels, predictions = remove_squeezable_dimensions(labels, predictions)
     if not predictions.shape.is_compatible_with(labels.shape):
         raise ValueError(
             f"tf.metrics.accuracy: predictions {predictions.name} of shape {predictions.shape} and labels "
