@@ -2,13 +2,16 @@
 
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops import metrics_at_k as _metrics_at_k
 from nbdist.ops import metrics_confusion as _metrics_confusion
 from nbdist.ops import metrics_ops as _metrics_ops
 
 _export_all(globals(), _metrics_ops)  # accuracy, mean
 _export_all(globals(), _metrics_confusion)  # the counts, precision, recall, auc, errors, mean_iou
+_export_all(globals(), _metrics_at_k)  # precision_at_k, recall_at_k
 __all__ = list(_metrics_ops.__all__)
 __all__ += _metrics_confusion.__all__
+__all__ += _metrics_at_k.__all__
 
 
 def __getattr__(name):
