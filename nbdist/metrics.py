@@ -5,13 +5,16 @@ from nbdist._facade import unsupported as _unsupported
 from nbdist.ops import metrics_at_k as _metrics_at_k
 from nbdist.ops import metrics_confusion as _metrics_confusion
 from nbdist.ops import metrics_ops as _metrics_ops
+from nbdist.ops import metrics_thresholds as _metrics_thresholds
 
 _export_all(globals(), _metrics_ops)  # accuracy, mean
 _export_all(globals(), _metrics_confusion)  # the counts, precision, recall, auc, errors, mean_iou
 _export_all(globals(), _metrics_at_k)  # precision_at_k, recall_at_k
+_export_all(globals(), _metrics_thresholds)  # the *_at_thresholds counts, precision and recall
 __all__ = list(_metrics_ops.__all__)
 __all__ += _metrics_confusion.__all__
 __all__ += _metrics_at_k.__all__
+__all__ += _metrics_thresholds.__all__
 
 
 def __getattr__(name):

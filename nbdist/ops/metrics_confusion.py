@@ -287,9 +287,10 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
 
 
 # -- auc ----------------------------------------------------------------------------------------------
-def _confusion_at_thresholds(labels, predictions, thresholds, weights):
-    """The tp, fn, tn, fp local variables (shape ``[len(thresholds)]``, created in TF's order) and
-    their update ops: a prediction is positive at threshold t when it is ``> t``."""
+def confusion_at_thresholds(labels, predictions, thresholds, weights, includes=("tp", "fn", "tn", "fp")):
+    """The tp, fn, tn, fp local variables named in `includes` (shape ``[len(thresholds)]``, created
+    in TF's order) and their update ops, as dicts by key: a prediction is positive at threshold t
+    when it is ``> t`` (TF's ``_confusion_matrix_at_thresholds``)."""
     labels, predictions = convert_to_tensor(labels), convert_to_tensor(predictions)
     labels, predictions = remove_squeezable_dimensions(labels, predictions)
     predictions = math_ops.cast(predictions, _dtypes.float32)
@@ -307,6 +308,8 @@ def _confusion_at_thresholds(labels, predictions, thresholds, weights):
         ("tn", "true_negatives", 1.0 - label_pos, 1.0 - pred_pos),
         ("fp", "false_positives", 1.0 - label_pos, pred_pos),
     ):
+        if key not in includes:
+            continue
         variable = metric_variable([len(thresholds)], _dtypes.float32, name=var_name)
         hits = lab * pred
         if weights is not None:
@@ -365,7 +368,7 @@ def auc(
         else:
             thresholds = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
         thresholds = [0.0 - kepsilon, *thresholds, 1.0 + kepsilon]
-        values, updates = _confusion_at_thresholds(labels, predictions, thresholds, weights)
+        values, updates = confusion_at_thresholds(labels, predictions, thresholds, weights)
         n = num_thresholds - 1
 
         def head(t):
