@@ -1,10 +1,13 @@
 """An MNIST-shaped MLP trained across processes, written the way TF 1.x tutorials write it.
 
 The model is TF's ``mnist_replica.py``: 784 inputs, one ReLU hidden layer (``--hidden``, 100),
-10 logits, softmax cross-entropy, Adam. The data are synthetic and seeded (no download):
-a set of 10,000 images of 784 pixels uniform in [0, 1), labelled by a fixed random teacher
-network (784 -> 32 -> 10, argmax), served in batches as ``mnist.train.next_batch`` serves MNIST;
-each worker its own set.
+10 logits, softmax cross-entropy, Adam. ``--model cnn`` trains a small CNN instead, written with
+`tf.layers` as the layers tutorials write it: the images reshaped to 28x28x1, ``conv2d`` (8
+5x5 filters, ReLU) and 2x2 ``max_pooling2d``, ``conv2d`` (16) and pooling, ``flatten``,
+``dropout`` (0.25, training) and a ``dense`` head of 10 (between-graph only).
+The data are synthetic and seeded (no download): a set of 10,000 images of 784 pixels uniform
+in [0, 1), labelled by a fixed random teacher network (784 -> 32 -> 10, argmax), served in
+batches as ``mnist.train.next_batch`` serves MNIST; each worker its own set.
 
 Between-graph replication (the default) runs one process per task. The ps tasks only serve
 (``server.join()``); each worker builds the same graph under ``tf.train.replica_device_setter``
@@ -47,6 +50,9 @@ import numpy as np
 
 if "--tf" in sys.argv:  # the same program on real TensorFlow, for comparison
     sys.argv.remove("--tf")
+    import os
+
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.compat.v1.layers needs Keras 2 (TF >= 2.16)
     import tensorflow.compat.v1 as tf
 
     tf.disable_v2_behavior()
@@ -65,7 +71,8 @@ def parse_args(argv):
     p.add_argument("--worker_hosts", required=True, help="comma-separated host:port of the worker tasks")
     p.add_argument("--job_name", choices=["ps", "worker"], help="omit with --in_graph to run the client")
     p.add_argument("--task_index", type=int, default=0)
-    p.add_argument("--hidden", type=int, default=100, help="hidden units")
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp", help="the MLP or the tf.layers CNN")
+    p.add_argument("--hidden", type=int, default=100, help="hidden units (the MLP)")
     p.add_argument("--batch_size", type=int, default=100, help="examples per step and worker")
     p.add_argument("--learning_rate", type=float, default=0.001, help="Adam's (its default)")
     p.add_argument("--train_steps", type=int, default=1000, help="global step to stop at")
@@ -77,6 +84,8 @@ def parse_args(argv):
         "--ready_timeout_s", type=float, default=120.0, help="how long a worker waits for the chief"
     )
     args = p.parse_args(argv)
+    if args.model == "cnn" and args.in_graph:
+        p.error("--model cnn runs between-graph only")
     if args.job_name is None and not args.in_graph:
         p.error("--job_name is required (only the --in_graph client runs without one)")
     return args
@@ -140,6 +149,49 @@ def mlp_loss(images, labels, variables):
     hid_w, hid_b, sm_w, sm_b = variables
     hid = tf.nn.relu(tf.nn.xw_plus_b(images, hid_w, hid_b))
     logits = tf.nn.xw_plus_b(hid, sm_w, sm_b)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+
+
+CNN_FILTERS = (8, 16)
+
+
+def cnn_loss(images, labels, seed=0):
+    """The `tf.layers` CNN's mean softmax cross-entropy. Its kernels start from a seeded numpy
+    generator (glorot-uniform scaled, through ``constant_initializer``), so that nbdist and TF
+    start from the same point; the biases from zeros. Dropout draws differ between the two."""
+    init = np.random.default_rng(seed)
+
+    def glorot(*shape):
+        fan_in, fan_out = np.prod(shape[:-1]), shape[-1] * (np.prod(shape[:-2]) if len(shape) == 4 else 1)
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        return tf.constant_initializer(init.uniform(-limit, limit, shape).astype(np.float32))
+
+    f1, f2 = CNN_FILTERS
+    net = tf.reshape(images, [-1, 28, 28, 1])
+    net = tf.layers.conv2d(
+        net,
+        f1,
+        5,
+        padding="same",
+        activation=tf.nn.relu,
+        kernel_initializer=glorot(5, 5, 1, f1),
+        name="conv1",
+    )
+    net = tf.layers.max_pooling2d(net, 2, 2, name="pool1")
+    net = tf.layers.conv2d(
+        net,
+        f2,
+        5,
+        padding="same",
+        activation=tf.nn.relu,
+        kernel_initializer=glorot(5, 5, f1, f2),
+        name="conv2",
+    )
+    net = tf.layers.max_pooling2d(net, 2, 2, name="pool2")
+    net = tf.layers.dropout(tf.layers.flatten(net), rate=0.25, training=True)
+    logits = tf.layers.dense(
+        net, NUM_CLASSES, kernel_initializer=glorot(7 * 7 * f2, NUM_CLASSES), name="logits"
+    )
     return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
 
 
@@ -232,7 +284,10 @@ def between_graph(args, cluster, server):
         global_step = tf.train.get_or_create_global_step()
         images = tf.placeholder(tf.float32, [None, IMAGE_PIXELS], name="images")
         labels = tf.placeholder(tf.int64, [None], name="labels")
-        loss = mlp_loss(images, labels, mlp_variables(args.hidden))
+        if args.model == "cnn":
+            loss = cnn_loss(images, labels)
+        else:
+            loss = mlp_loss(images, labels, mlp_variables(args.hidden))
         opt = tf.train.AdamOptimizer(args.learning_rate)
         if args.sync:
             opt = tf.train.SyncReplicasOptimizer(
@@ -318,6 +373,7 @@ def main(argv=None):
         "library": "nbdist " + tf.__version__ if tf.__name__ == "nbdist" else "tensorflow " + tf.VERSION,
         "task_index": args.task_index if args.job_name else None,
         "workers": cluster.num_tasks("worker"),
+        "model": args.model,
         "hidden": args.hidden,
         "batch_size": args.batch_size,
         **progress.report(),
