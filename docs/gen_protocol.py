@@ -29,8 +29,10 @@ def _reply(cls):
 
 
 def table(service):
-    """The markdown table of `service`'s requests (``master``, ``worker`` or ``client``)."""
-    requests = [c for c in protocol.MESSAGES if service == c.SERVICE and not c.TYPE.endswith("Response")]
+    """The markdown table of `service`'s requests (``master``, ``worker``, ``server``, ``exec``
+    or ``client``)."""
+    replies = {c.REPLY for c in protocol.MESSAGES if c.REPLY is not None}
+    requests = [c for c in protocol.MESSAGES if service == c.SERVICE and c not in replies]
     heading = "| message | body | reply |" if service == "client" else "| request | body | reply |"
     rows = [heading, "|---|---|---|"]
     for cls in requests:

@@ -33,6 +33,14 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.in_task import publisher as publisher_lib
 from nbdist.runtime.net import serving
+from nbdist.runtime.protocol import (
+    ExecInterrupt,
+    ExecInterruptResponse,
+    ExecPoll,
+    ExecPollResponse,
+    ExecRequest,
+    ExecResponse,
+)
 
 POLL_WAIT_S = 0.2
 MAX_REPLY_CHARS = 1 << 20  # output per poll reply; the rest comes with the next poll
@@ -164,7 +172,8 @@ class ExecService:
                 f"Exec refused by {server.task_device}: the server has no cluster key, so "
                 "requests are not authenticated; start it with $NBDIST_CLUSTER_KEY set (LocalCluster does)",
             )
-        exec_id, code = str(msg["exec_id"]), msg["code"]
+        request = ExecRequest.from_msg(msg)
+        exec_id, code = str(request.exec_id), request.code
         if not isinstance(code, str):
             raise errors.InvalidArgumentError(
                 None, None, f"Exec code must be a string, got {type(code).__name__}"
@@ -184,7 +193,7 @@ class ExecService:
                 self._executions.popitem(last=False)
             self._queue.append(execution)
         self._wake.set()
-        return "ExecResponse", {"exec_id": exec_id}
+        return ExecResponse(exec_id).as_answer()
 
     def _find(self, exec_id):
         with self._lock:
@@ -194,19 +203,20 @@ class ExecService:
         return execution
 
     def handle_poll(self, server, msg):
-        execution = self._find(msg["exec_id"])
-        wait_s = min(float(msg.get("wait_s", POLL_WAIT_S)), 5.0)
-        return "ExecPollResponse", execution.poll(int(msg.get("offset", 0)), wait_s)
+        request = ExecPoll.from_msg(msg)
+        execution = self._find(request.exec_id)
+        wait_s = min(float(POLL_WAIT_S if request.wait_s is None else request.wait_s), 5.0)
+        return ExecPollResponse(**execution.poll(int(request.offset), wait_s)).as_answer()
 
     def handle_interrupt(self, server, msg):
-        execution = self._find(msg["exec_id"])
+        execution = self._find(ExecInterrupt.from_msg(msg).exec_id)
         with self._lock:
             if execution.state == "queued":
                 execution.finish(error=_interrupted_error())
             elif execution.state == "running":
                 self._interrupt_id = execution.id
                 signal.pthread_kill(self._main_ident, signal.SIGUSR1)
-        return "ExecInterruptResponse", {"state": execution.state}
+        return ExecInterruptResponse(execution.state).as_answer()
 
     # -- the main thread -------------------------------------------------------------------------
     def _on_interrupt_signal(self, signum, frame):

@@ -16,6 +16,7 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.in_task.exec_service import POLL_WAIT_S
 from nbdist.runtime.net import transport
+from nbdist.runtime.protocol import ExecInterrupt, ExecPoll, ExecRequest
 
 INTERRUPT_GRACE_S = 5.0
 
@@ -204,7 +205,8 @@ def run_cell(tasks, code, key, timeout_s=None, streams=None, poll_wait_s=POLL_WA
             task = Task(job, index)
             run = _RemoteRun(task.label, task.name, address, key, _Printer(task.label, streams))
             try:
-                run.channel.call("Exec", {"exec_id": exec_id, "code": code}, timeout_s=30.0)
+                request = ExecRequest(exec_id, code)
+                run.channel.call(request.TYPE, request.body(), timeout_s=30.0)
             except errors.InvalidArgumentError as e:
                 if _NO_EXEC_SERVICE not in e.message:
                     raise
@@ -254,9 +256,8 @@ def _poll_until_done(runs, exec_id, deadline, poll_wait_s, cancel=None):
         if cancel is not None and cancel.is_set():
             return False
         for r in pending:
-            r.request_id = r.channel.send(
-                "ExecPoll", {"exec_id": exec_id, "offset": r.offset, "wait_s": poll_wait_s}
-            )
+            poll = ExecPoll(exec_id, r.offset, poll_wait_s)
+            r.request_id = r.channel.send(poll.TYPE, poll.body())
         for r in pending:
             try:
                 msg = r.channel.recv_reply(
@@ -276,7 +277,8 @@ def _interrupt(runs, exec_id, poll_wait_s):
     for r in runs:
         if not r.done:
             try:
-                r.channel.call("ExecInterrupt", {"exec_id": exec_id}, timeout_s=5.0)
+                interrupt = ExecInterrupt(exec_id)
+                r.channel.call(interrupt.TYPE, interrupt.body(), timeout_s=5.0)
             except errors.OpError as e:
                 r.fail(e)
     with contextlib.suppress(KeyboardInterrupt):  # interrupted twice: stop waiting

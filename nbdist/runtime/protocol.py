@@ -294,3 +294,55 @@ class FetchedTensors(Message):
     task: str = field("task")
     fetches: list = field("fetches [arrays]")
     complete: dict = field("complete", optional=True)
+
+
+# -- the server itself and the per-task Exec service -------------------------------------------------
+@message("Pong", "server")
+class Pong(Message):
+    task: str = field("task")
+    pid: int = field("pid")
+    incarnation: str = field("incarnation")
+
+
+@message("Ping", "server", Pong, note="needs no `to`: a client that knows only an address asks first")
+class Ping(Message):
+    pass
+
+
+@message("ExecResponse", "exec")
+class ExecResponse(Message):
+    exec_id: str = field("exec_id")
+
+
+@message("Exec", "exec", ExecResponse, note="a `%%dtf_worker` cell, run on the task's main thread")
+class ExecRequest(Message):
+    exec_id: str = field("exec_id")
+    code: str = field("code")
+
+
+@message("ExecPollResponse", "exec")
+class ExecPollResponse(Message):
+    output: list = field("output [[stream, text], ...]")
+    offset: int = field("offset")
+    state: str = field("state")
+    result: Any = field("result", optional=True)
+    error: Any = field("error", optional=True)
+
+
+@message(
+    "ExecPoll", "exec", ExecPollResponse, note="a long poll: waits up to `wait_s` (at most 5 s) for output"
+)
+class ExecPoll(Message):
+    exec_id: str = field("exec_id")
+    offset: int = field("offset", default=0)
+    wait_s: float = field("wait_s", default=None)
+
+
+@message("ExecInterruptResponse", "exec")
+class ExecInterruptResponse(Message):
+    state: str = field("state")
+
+
+@message("ExecInterrupt", "exec", ExecInterruptResponse, note="a `KeyboardInterrupt` in the running cell")
+class ExecInterrupt(Message):
+    exec_id: str = field("exec_id")

@@ -25,6 +25,7 @@ from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
 from nbdist.runtime.net import samehost, shm, wire
 from nbdist.runtime.net.serving import Rpc, ServingLoop
+from nbdist.runtime.protocol import Pong
 from nbdist.runtime.worker import WorkerService
 
 # tf.logging's logger (`nbdist.platform.tf_logging`), without its functions: their first call
@@ -314,14 +315,14 @@ class Server:
     def rpc_table(self):
         """The server's own requests: they report on the task."""
         return {
-            "Ping": Rpc(lambda msg, responder: ("Pong", self._pong()), True),
+            "Ping": Rpc(lambda msg, responder: self._pong().as_answer(), True),
             "Status": Rpc(lambda msg, responder: ("StatusResponse", self.status()), True),
         }
 
     def _pong(self):
         """Who answers here: the task, its process and its serving loop's incarnation (what a
         client that knows only this address puts in a signed request's ``"to"``)."""
-        return {"task": self.task_device, "pid": os.getpid(), "incarnation": self._loop.incarnation}
+        return Pong(self.task_device, os.getpid(), self._loop.incarnation)
 
     def _runs_inline(self, msg):
         rpc = self._rpcs.get(msg["type"])
