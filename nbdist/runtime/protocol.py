@@ -32,7 +32,10 @@ def field(shown, default=_REQUIRED, optional=False, factory=None):
 
 
 class Message:
-    """What every message class has: its wire type, its service and its reply class."""
+    """What every message class has: its wire type, its service and its reply class, and (made
+    per class by `message`, `_compile`) ``body()``, the header map without ``v``, ``type`` and
+    ``id``, and ``from_msg(msg)``, the message in a decoded header map (a `KeyError` names a
+    missing required field)."""
 
     TYPE: ClassVar[str]
     SERVICE: ClassVar[str]  # "master", "worker", "server" or "client" (sent to a client)
@@ -40,20 +43,9 @@ class Message:
     NOTE: ClassVar[str] = ""  # said of the body in docs/protocol.md's table
     _wire: ClassVar[tuple] = ()  # (name, required, default, factory, optional) per field (`message`)
 
-    def body(self):
-        """The header map of this message (without ``v``, ``type``, ``id``). (Each class gets
-        its own, compiled from its fields by `message`: a step makes several.)"""
-        raise NotImplementedError
-
     def as_answer(self):
         """A service handler's answer: ``(type, header map)``."""
         return self.TYPE, self.body()
-
-    @classmethod
-    def from_msg(cls, msg):
-        """The message in a decoded header map. Raises `KeyError` naming a missing field.
-        (Compiled per class by `message`, as `body`.)"""
-        raise NotImplementedError
 
 
 def _compile(cls):
