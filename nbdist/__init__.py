@@ -48,6 +48,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import clip_ops as _clip_ops
+from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
@@ -61,6 +62,7 @@ from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
+from nbdist.ops import while_ops as _while_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
 from nbdist.ops.indexed_slices import IndexedSlices
@@ -84,6 +86,8 @@ _export_all(
     _reduction_ops,
     _random_ops,
     _control_flow_ops,
+    _cond_ops,
+    _while_ops,
     _state_ops,
     _init_ops,
     _variable_scope,

@@ -52,6 +52,11 @@ LOOSE = {"eps": 1e-3, "rtol": 1e-4, "atol": 1e-4}  # through float32: rounding e
 
 # (op type the case checks, fn, inputs[, check_gradients kwargs]); one case at least per
 # differentiable op type, more where the gradient has several paths (transposes, axes, broadcasts).
+def _after_assert(condition, value):
+    with tf.control_dependencies([tf.Assert(condition, [condition])]):
+        return tf.identity(value)
+
+
 CASES = [
     ("Abs", tf.abs, [r(2, 3)]),
     ("Add", lambda x, y: x + y, [r(2, 3), r(3)]),
@@ -207,6 +212,26 @@ CASES = [
     ("Transpose", tf.transpose, [r(2, 3)]),
     ("Unpack", lambda x: tf.stack(tf.unstack(x, axis=1)[::-1]), [r(2, 3)]),
     ("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [0, 2, 0, -1], 3), [r(4, 2)]),
+    ("Switch", lambda x, y: tf.cond(tf.constant(True), lambda: x * y, lambda: x - y), [r(3), r(3)]),
+    ("Merge", lambda x, y: tf.cond(tf.constant(False), lambda: x * y, lambda: x - tf.sin(y)), [r(3), r(3)]),
+    ("Switch", lambda x: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x, lambda: tf.constant(2.0, tf.float64)), [r(2)]),
+    ("ReverseV2", lambda x: tf.reverse(x, [1]), [r(2, 3)]),
+    (
+        "StatelessWhile",
+        lambda x, y: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x + y), [0, x])[1],
+        [r(3), r(3)],
+    ),
+    (
+        "While",  # a stateful body (the Assert)
+        lambda x: tf.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, _after_assert(i < 5, tf.sin(a) * x)),
+            [0, x],
+        )[1],
+        [r(2)],
+    ),
+    ("StatelessWhile", lambda x: tf.map_fn(lambda e: e * tf.reduce_sum(x), x), [r(3)]),
+    ("StatelessWhile", lambda x: tf.scan(lambda a, e: a * e, x), [r(4)]),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.

@@ -67,9 +67,12 @@ bool = DType("bool", np.bool_)  # noqa: A001 - TF's public name tf.bool
 string = DType("string", object)
 half = float16
 double = float64
+# A value the runtime keeps whole, never sent or fed: a while loop's per-iteration history
+# (nbdist.ops.while_ops), as TF's variant tensors hold lists.
+variant = DType("variant", object)
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string)
-_BY_NAME = {d.name: d for d in _ALL} | {"half": float16, "double": float64}
+_BY_NAME = {d.name: d for d in _ALL} | {"half": float16, "double": float64, "variant": variant}
 _BY_NUMPY = {d.np: d for d in _ALL if d is not string}
 
 

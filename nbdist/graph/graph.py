@@ -58,6 +58,7 @@ class Operation:
         self._id = len(graph._ops)
         self._outputs = [Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs)]
         self.traceback = _user_frames()
+        self.control_flow_context = None  # the tf.cond branch it was made in (ops/cond_ops.py)
 
     @property
     def graph(self):
@@ -189,6 +190,17 @@ class Graph:
     @property
     def _colocation_stack(self):
         return self._state("colocation_stack", list)
+
+    def get_control_flow_context(self):
+        """The `tf.cond` branch being recorded on this thread (a `CondContext`), or None."""
+        return getattr(self._local, "control_flow_context", None)
+
+    def set_control_flow_context(self, context):
+        self._local.control_flow_context = context
+
+    def device_functions(self):
+        """The device scopes open on this thread, outermost first (a function's graph starts with them)."""
+        return list(self._device_stack)
 
     # -- structure ------------------------------------------------------------------------
     @property
@@ -424,6 +436,9 @@ class Graph:
         """
         if self._finalized:
             raise RuntimeError(f"graph is finalized and cannot be modified (adding {op_type} op {name!r})")
+        context = self.get_control_flow_context()
+        if context is not None:  # inside a tf.cond branch: outer tensors come in through Switches
+            inputs, control_inputs = context.prepare_inputs(list(inputs), list(control_inputs))
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise TypeError(f"input of {op_type} must be a Tensor, got {t!r}")
@@ -449,6 +464,7 @@ class Graph:
             for level in self._control_stack:
                 deps.extend(c for c in level if c not in input_ops and c not in deps)
             op = Operation(self, op_type, name, inputs, output_specs, attrs, deps)
+            op.control_flow_context = context
             coloc = self._colocation_ops()
             if coloc:
                 op._set_attr("_class", sorted({g for c in coloc for g in c.colocation_groups()}))

@@ -97,7 +97,60 @@ class NodeDef:
         return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
 
 
+class SubgraphDef:
+    """A function kept in an op's attrs (a `tf.while_loop`'s condition or body): its nodes, the
+    placeholders it takes (``"x:0"``, in order) and the tensors it gives.
+
+    Encoded as ``{"subgraph": {"node": [...], "input": [...], "output": [...]}}``.
+    """
+
+    __slots__ = ("nodes", "inputs", "outputs", "cache")
+
+    def __init__(self, nodes, inputs, outputs):
+        self.nodes = list(nodes)
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.cache = {}  # what the runtime compiled from it (its plan), per process
+
+    @classmethod
+    def of(cls, graph, inputs, outputs):
+        """The SubgraphDef of every op of `graph` (a `FuncGraph`), taking `inputs` and giving `outputs`."""
+        return cls(
+            [node_def_of(op) for op in graph.get_operations()],
+            [tensor_input_name(t) for t in inputs],
+            [tensor_input_name(t) for t in outputs],
+        )
+
+    def to_dict(self):
+        return {"node": [n.to_dict() for n in self.nodes], "input": self.inputs, "output": self.outputs}
+
+    @classmethod
+    def from_dict(cls, d):
+        if not isinstance(d, dict):
+            raise MalformedGraphDefError(f"malformed subgraph: a map is needed, got {type(d).__name__}")
+        names = d.get("input", []), d.get("output", [])
+        if not all(isinstance(x, list) and all(isinstance(n, str) for n in x) for x in names):
+            raise MalformedGraphDefError("malformed subgraph: input and output must be lists of tensor names")
+        nodes = nodes_from_graph_def(d)
+        known = {n.name: len(n.output) for n in nodes}
+        for name in [*names[0], *names[1]]:
+            op, _, index = name.rpartition(":")
+            if known.get(op, 0) <= (int(index) if index.isdigit() else -1):
+                raise MalformedGraphDefError(f"malformed subgraph: it has no tensor {name!r}")
+        return cls(nodes, *names)
+
+    def __eq__(self, other):
+        return isinstance(other, SubgraphDef) and _equal(self.to_dict(), other.to_dict())
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"SubgraphDef({len(self.nodes)} nodes, {self.inputs} -> {self.outputs})"
+
+
 def encode_attr(value):
+    if isinstance(value, SubgraphDef):
+        return {"subgraph": value.to_dict()}
     if isinstance(value, _dtypes.DType):
         return {"dtype": value.name}
     if isinstance(value, TensorShape):
@@ -113,6 +166,8 @@ def decode_attr(value):
             return _dtypes.as_dtype(value["dtype"])
         if "shape" in value:
             return TensorShape(value["shape"])
+        if "subgraph" in value:
+            return SubgraphDef.from_dict(value["subgraph"])
     if isinstance(value, list):
         return [decode_attr(v) for v in value]
     return value

@@ -1,7 +1,13 @@
-"""Control: `no_op`, `group`, `tuple` and `with_dependencies` (ordering without data)."""
+"""Control: `no_op`, `group`, `tuple` and `with_dependencies` (ordering without data), and
+`Assert`. `cond` / `case` / `switch_case` are in cond_ops.py, loops in while_ops.py."""
 
+import numpy as np
+
+from nbdist import errors
+from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Operation, Tensor, get_default_graph, graph_element
 from nbdist.ops import math_ops, registry
+from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.indexed_slices import IndexedSlices
 
 registry.shape("NoOp")(lambda inputs, attrs: [])
@@ -54,3 +60,40 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's public 
         return None if t is None else with_dependencies([gate], t)
 
     return [gated(t) for t in tensors]
+
+
+# -- Assert ----------------------------------------------------------------------------------
+registry.declare("Assert", stateful=True)
+registry.shape("Assert")(lambda inputs, attrs: [])
+registry.no_gradient("Assert")
+
+
+@registry.kernel("Assert")
+def _assert_kernel(ctx, node, condition, *data):
+    if np.ndim(condition) != 0:
+        raise errors.InvalidArgumentError(
+            node.name, None, f"tf.Assert's condition must be a scalar bool, got shape {np.shape(condition)}"
+        )
+    if not bool(condition):
+        summarize = node.attr.get("summarize", 3)
+        raise errors.InvalidArgumentError(
+            node.name, None, "assertion failed: " + " ".join(_summary(d, summarize) for d in data)
+        )
+
+
+def _summary(value, summarize):
+    """One input of a failed `Assert`, as TF prints it: ``[a b c...]`` (first `summarize` values)."""
+    if value.dtype == object and value.ndim == 0:
+        v = value.item()
+        return f"[{v.decode() if isinstance(v, bytes) else v}]"
+    flat = value.ravel()
+    shown = " ".join(str(v.decode() if isinstance(v, bytes) else v) for v in flat[:summarize])
+    return f"[{shown}{'...' if flat.size > summarize else ''}]"
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's public name tf.Assert
+    """`tf.Assert`: an op that fails the step with `data` printed when `condition` is false."""
+    condition = convert_to_tensor(condition, dtype=_dtypes.bool)
+    data = [convert_to_tensor(d) for d in data]
+    attrs = {"summarize": 3 if summarize is None else int(summarize)}
+    return registry.make_op("Assert", [condition, *data], attrs, name=name or "Assert")

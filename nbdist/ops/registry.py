@@ -57,6 +57,7 @@ class OpDef:
         "parks",
         "creates",
         "ready",
+        "takes_dead",
     )
 
     def __init__(self, op_type):
@@ -72,6 +73,7 @@ class OpDef:
         self.blocking = False
         self.parks = False
         self.ready = None  # ready(ctx, node, *args) -> None when the kernel can run, else what it awaits
+        self.takes_dead = False  # the kernel sees dead inputs (`nbdist.ops.deadness`): Merge, _Send
 
 
 _REGISTRY = {}
@@ -86,7 +88,9 @@ def op_def(op_type):
     return d
 
 
-def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=None, parks=False):
+def declare(
+    op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=None, parks=False, takes_dead=False
+):
     """Declares properties of an op type.
 
     Args:
@@ -105,6 +109,8 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
             then, on the server's I/O thread, instead of blocking a thread.
         creates: the kind name of the resource this op creates (``"variable"`` for
             ``VariableV2``); its kernel gets it with ``ctx.resources.resource(...)``.
+        takes_dead: the kernel is called with dead inputs (`nbdist.ops.deadness.DEAD`) too,
+            instead of the executor making its outputs dead (``Merge``, ``_Send``).
 
     Raises:
         KeyError: a kind that is not declared (naming the declared ones).
@@ -117,6 +123,7 @@ def declare(op_type, *, ref_inputs=(), stateful=False, blocking=False, creates=N
     d.stateful = stateful
     d.blocking = blocking
     d.parks = blocking and parks
+    d.takes_dead = takes_dead
     return d
 
 
@@ -285,7 +292,9 @@ def make_op(op_type, inputs, attrs=None, name=None, graph=None, control_inputs=(
     d = lookup(op_type)
     attrs = dict(attrs or {})
     if graph is None:
-        graph = inputs[0].graph if inputs else get_default_graph()
+        graph = get_default_graph()
+        if inputs and getattr(graph, "outer", None) is None:  # (a function's graph captures outer inputs)
+            graph = inputs[0].graph
     if d.shape_fn is None:
         raise KeyError(f"op type {op_type!r} has no shape function registered")
     specs = d.shape_fn(list(inputs), attrs)

@@ -213,3 +213,28 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002 - TF'
     return registry.make_op("Squeeze", [convert_to_tensor(input)], {"squeeze_dims": axes}, name=name).outputs[
         0
     ]
+
+
+# -- reverse ---------------------------------------------------------------------------------
+registry.shape("ReverseV2")(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+
+
+@registry.kernel("ReverseV2")
+def _reverse_kernel(ctx, node, x, axis):
+    axes = tuple(int(a) for a in np.asarray(axis).ravel())
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise invalid_argument(node, f"ReverseV2: axis {a} is out of range for a tensor of rank {x.ndim}")
+    return np.flip(x, axis=axes) if axes else x
+
+
+registry.gradient("ReverseV2")(lambda op, grad: [reverse(grad, op.inputs[1]), None])
+
+
+def reverse(tensor, axis, name=None):
+    """`tf.reverse` (TF 1.x's `reverse_v2`): `tensor` with the order of the `axis` dimensions reversed."""
+    inputs = [convert_to_tensor(tensor), int_tensor(axis, "axis")]
+    return registry.make_op("ReverseV2", inputs, name=name or "ReverseV2").outputs[0]
+
+
+reverse_v2 = reverse

@@ -22,6 +22,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.ops import registry
+from nbdist.ops.deadness import DEAD, DEADNESS_SOURCES
 from nbdist.runtime.plan_compiler import (
     compile_steps,
     dataflow_edges,
@@ -198,6 +199,10 @@ class ExecutionPlan:
         self._fetch_slots = [slot_of[f] for f in self.fetches]
         note_last_uses(self._steps, set(self._fetch_slots))
         self._producers, self._consumers = dataflow_edges(self._steps)
+        # Deadness (a tf.cond's untaken branch): only plans that can meet a dead tensor check
+        # for one, so every other plan runs exactly as before.
+        self.deadness = any(n.op in DEADNESS_SOURCES or n.attr.get("may_be_dead") for n in order)
+        self._takes_dead = [registry.lookup(n.op).takes_dead for n in order]
         blocking = [registry.lookup(n.op) for n in order if registry.lookup(n.op).blocking]
         self.may_block = bool(blocking)
         # Every wait is one a run can be parked for (a tensor, a queue, an accumulator).
@@ -373,7 +378,7 @@ def _raise_from_kernel(e, node, ctx):
 def _store(step, vals, out):
     n = step.n_out
     if n == 1:
-        vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) else np.asarray(out)
+        vals[step.out] = out if isinstance(out, (np.ndarray, np.generic)) or out is DEAD else np.asarray(out)
     elif n > 1:
         for i in range(n):
             vals[step.out + i] = out[i]
@@ -390,7 +395,7 @@ class PlanRun:
     condition, a server's I/O thread by parking the run until a tensor for its step arrives.
     """
 
-    __slots__ = ("plan", "ctx", "vals", "waits", "done", "pending", "waiting", "left", "compute_s")
+    __slots__ = ("plan", "ctx", "vals", "waits", "done", "dead", "pending", "waiting", "left", "compute_s")
 
     def __init__(self, plan, ctx, feed_values):
         self.plan, self.ctx = plan, ctx
@@ -399,6 +404,7 @@ class PlanRun:
             self.vals[slot] = value
         self.waits = {}  # step index -> when it first had to wait (a traced or watched op's span starts)
         self.done = [False] * len(plan._steps)  # read only once a step was deferred (control edges)
+        self.dead = [False] * len(plan._steps) if plan.deadness else None  # steps skipped as dead
         self.pending = None  # None until the first advance; then step index -> producers still to run
         self.waiting = []  # indices of deferred steps whose inputs are all there: each waits on its ready()
         self.left = 0  # deferred steps not run yet
@@ -440,7 +446,36 @@ class PlanRun:
             self.compute_s += time.perf_counter() - began
 
     def fetched(self):
-        return [self.vals[s] for s in self.plan._fetch_slots]
+        values = [self.vals[s] for s in self.plan._fetch_slots]
+        if self.dead is not None:
+            for name, value in zip(self.plan.fetches, values):
+                if value is DEAD:
+                    raise errors.InvalidArgumentError(
+                        name.rpartition(":")[0],
+                        None,
+                        f"fetched tensor {name!r} has no value on {self.ctx.device or 'the local device'}: "
+                        "it is on the branch of a tf.cond that was not taken (it is dead). Fetch the "
+                        "cond's output (its Merge) instead",
+                    )
+        return values
+
+    def skip_if_dead(self, step):
+        """Gives `step` dead outputs, and says True, when one of its inputs or control inputs
+        is dead (a `takes_dead` op - Merge, _Send - runs instead and decides itself)."""
+        if self.plan._takes_dead[step.index]:
+            return False
+        vals, dead = self.vals, self.dead
+        if any(i >= 0 and vals[i] is DEAD for i in step.inputs) or any(dead[c] for c in step.controls):
+            for i in range(step.n_out):
+                vals[step.out + i] = DEAD
+            dead[step.index] = True
+            return True
+        return False
+
+    def note_if_dead(self, step):
+        """After a `takes_dead` op ran: dead when its outputs are (a Merge of dead inputs only)."""
+        if step.n_out and self.vals[step.out] is DEAD:
+            self.dead[step.index] = True
 
     def waiting_steps(self):
         """The deferred steps whose inputs are all there and that wait on their ready()."""
@@ -449,19 +484,23 @@ class PlanRun:
 
     def _first_pass(self):
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
-        execute_plain, done, deferred = plan._execute_plain, self.done, []
+        execute_plain, done, deferred, dead = plan._execute_plain, self.done, [], self.dead
         for step in plan._steps:
             if deferred and self.blocked(step):
                 deferred.append(step)
                 continue
-            if step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
+            if dead is not None and self.skip_if_dead(step):
+                pass
+            elif step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
                 deferred.append(step)
                 plan._note_wait(step, waits)
                 continue
-            if trace is None and not step.watch:
+            elif trace is None and not step.watch:
                 execute_plain(step, ctx, vals)
             else:
                 plan._execute(step, ctx, vals, trace, waits)
+            if dead is not None and not dead[step.index]:
+                self.note_if_dead(step)
             done[step.index] = True
             if not deferred:
                 # Drop intermediates after their last consumer, so a step's memory is its live
@@ -477,20 +516,24 @@ class PlanRun:
         """Runs the waiting ops that became ready, and everything they unblock, in plan order."""
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
         steps, consumers, pending, done = plan._steps, plan._consumers, self.pending, self.done
-        execute_plain = plan._execute_plain
+        execute_plain, dead = plan._execute_plain, self.dead
         work, still = list(self.waiting), []
         heapq.heapify(work)
         while work:
             index = heapq.heappop(work)
             step = steps[index]
-            if step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
+            if dead is not None and self.skip_if_dead(step):
+                pass
+            elif step.ready is not None and plan._waits_for(step, ctx, vals) is not None:
                 still.append(index)
                 plan._note_wait(step, waits)
                 continue
-            if trace is None and not step.watch:  # (a wait's start only times a traced op)
+            elif trace is None and not step.watch:  # (a wait's start only times a traced op)
                 execute_plain(step, ctx, vals)
             else:
                 plan._execute(step, ctx, vals, trace, waits)
+            if dead is not None and not dead[index]:
+                self.note_if_dead(step)
             done[index] = True
             self.left -= 1
             for c in consumers[index]:

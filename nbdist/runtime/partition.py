@@ -22,9 +22,10 @@ from nbdist.graph.device import Task, task_prefix
 from nbdist.graph.graph_def import NodeDef
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
+from nbdist.ops.deadness import DEADNESS_SOURCES
 
 # _Send / _Recv: the only ops that talk to the rendezvous (ctx.rendezvous).
-registry.declare("_Send", stateful=True)
+registry.declare("_Send", stateful=True, takes_dead=True)  # a dead tensor is sent as dead
 registry.shape("_Send")(lambda inputs, attrs: [])
 registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node, value))
 registry.declare("_Recv", stateful=True, blocking=True, parks=True)
@@ -71,6 +72,9 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
         return parts[key]
 
     sends = {}  # (tensor name, dst task) -> recv node name
+    # Any tensor may be dead when the step holds a tf.cond: its _Recvs say so (the executor
+    # then checks for deadness in every partition that receives).
+    extra = {"may_be_dead": True} if any(n.op in DEADNESS_SOURCES for n in nodes) else {}
     needed = {n.name for n in nodes}
     for name in feeds:
         op = name.rpartition(":")[0]
@@ -95,12 +99,18 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
                 controls.setdefault(src_device, []).append(inp)
             else:
                 recv = _cross(
-                    part_of, sends, inp, src_device, device, by_name[src].output[int(inp.rpartition(":")[2])]
+                    part_of,
+                    sends,
+                    inp,
+                    src_device,
+                    device,
+                    by_name[src].output[int(inp.rpartition(":")[2])],
+                    extra,
                 )
                 new_inputs.append(f"{recv}:0")
         for src_device, inps in controls.items():
             # All control edges from one task into this node share one trigger, one message.
-            recv = _cross_control(part_of, sends, tuple(inps), src_device, device)
+            recv = _cross_control(part_of, sends, tuple(inps), src_device, device, extra)
             new_inputs.append(f"^{recv}")
         copy = node.copy()
         copy.input = new_inputs
@@ -167,16 +177,16 @@ def _expanded(controls, relayed):
     return out
 
 
-def _cross(part_of, sends, tensor, src_device, dst_device, spec):
+def _cross(part_of, sends, tensor, src_device, dst_device, spec, extra):
     """Adds (once per tensor and destination task) the `_Send`/`_Recv` pair for a data edge."""
     memo_key = (tensor, task_prefix(dst_device))
     if memo_key not in sends:
         safe = tensor.replace(":", "_")
-        sends[memo_key] = _pair(part_of, tensor, safe, src_device, dst_device, spec)
+        sends[memo_key] = _pair(part_of, tensor, safe, src_device, dst_device, spec, extra)
     return sends[memo_key]
 
 
-def _cross_control(part_of, sends, inputs, src_device, dst_device):
+def _cross_control(part_of, sends, inputs, src_device, dst_device, extra):
     """One `_ControlTrigger` after `inputs` (ops of one task) and its `_Send`/`_Recv` pair."""
     memo_key = (inputs, task_prefix(dst_device))
     if memo_key not in sends:
@@ -195,7 +205,7 @@ def _cross_control(part_of, sends, inputs, src_device, dst_device):
         )
         part_of(src_device).nodes.append(trigger)
         # tensor_name names the (first) op waited for; control_inputs lists them all.
-        extra = {"tensor_name": inputs[0], "control_inputs": [i[1:] for i in inputs]}
+        extra = {**extra, "tensor_name": inputs[0], "control_inputs": [i[1:] for i in inputs]}
         sends[memo_key] = _pair(part_of, f"{trigger.name}:0", safe, src_device, dst_device, spec, extra)
     return sends[memo_key]
 

@@ -15,6 +15,7 @@ import time
 
 from nbdist import errors
 from nbdist.graph.device import task_prefix
+from nbdist.ops.deadness import DEAD
 from nbdist.runtime.net import transport
 
 _STALE_S = 300.0
@@ -75,7 +76,8 @@ class Rendezvous:
             return
         if ctx.outbox is None:
             ctx.outbox = {}
-        ctx.outbox.setdefault(recv_task, []).append([key, value])
+        # A dead tensor (the untaken side of a tf.cond) crosses as nil: a flag, no value.
+        ctx.outbox.setdefault(recv_task, []).append([key, None if value is DEAD else value])
         if ctx.trace is not None:
             self._note(ctx, node, value, recv_task)
 
@@ -132,6 +134,15 @@ class Rendezvous:
         self.wait_any(ctx, [node])
         with self._cond:
             value, _ = self._table.pop((ctx.step_id, node.attr["key"]))
+        if value is None or value is DEAD:
+            if not node.attr.get("may_be_dead"):
+                raise errors.InvalidArgumentError(
+                    node.name,
+                    None,
+                    f"{task_prefix(node.attr['send_device'])} sent no value for tensor "
+                    f"{node.attr['tensor_name']!r} (a dead tensor), but no tf.cond can make it dead",
+                )
+            value = DEAD
         if ctx.trace is not None:
             self._note(ctx, node, value, task_prefix(node.attr["send_device"]))
         return value

@@ -20,6 +20,7 @@ from nbdist.ops.resources import ResourceManager
 from nbdist.runtime import threads
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
 from nbdist.runtime.executor import ExecutionPlan, StepContext
+from nbdist.runtime import loop_kernels  # noqa: F401 - registers the While kernels (they run plans)
 from nbdist.runtime.fetches import FeedCache, FetchMapper, fetch_key, normalize_feeds
 
 LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
