@@ -50,6 +50,7 @@ def _f64(value):
 
 LOOSE = {"eps": 1e-3, "rtol": 1e-4, "atol": 1e-4}  # through float32: rounding error dominates
 
+
 # (op type the case checks, fn, inputs[, check_gradients kwargs]); one case at least per
 # differentiable op type, more where the gradient has several paths (transposes, axes, broadcasts).
 def _after_assert(condition, value):
@@ -214,7 +215,11 @@ CASES = [
     ("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [0, 2, 0, -1], 3), [r(4, 2)]),
     ("Switch", lambda x, y: tf.cond(tf.constant(True), lambda: x * y, lambda: x - y), [r(3), r(3)]),
     ("Merge", lambda x, y: tf.cond(tf.constant(False), lambda: x * y, lambda: x - tf.sin(y)), [r(3), r(3)]),
-    ("Switch", lambda x: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x, lambda: tf.constant(2.0, tf.float64)), [r(2)]),
+    (
+        "Switch",
+        lambda x: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x, lambda: tf.constant(2.0, tf.float64)),
+        [r(2)],
+    ),
     ("ReverseV2", lambda x: tf.reverse(x, [1]), [r(2, 3)]),
     (
         "StatelessWhile",

@@ -59,7 +59,12 @@ class FuncGraph(Graph):
         try:
             with self.control_dependencies(None):
                 op = Graph.create_op(
-                    self, "Placeholder", [], [(dtype, shape)], name=name, attrs={"dtype": dtype, "shape": shape}
+                    self,
+                    "Placeholder",
+                    [],
+                    [(dtype, shape)],
+                    name=name,
+                    attrs={"dtype": dtype, "shape": shape},
                 )
         finally:
             self._name_stack = saved_stack

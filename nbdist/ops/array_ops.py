@@ -13,7 +13,15 @@ from nbdist.ops import math_ops, registry
 from nbdist.ops._shapes import int_tensor, invalid_argument, static_length, unknown_dims
 from nbdist.ops.concat_slice_ops import concat, pad, slice, stack, unstack  # noqa: A004 - TF's tf.slice
 from nbdist.ops.constant_op import constant, convert_to_tensor
-from nbdist.ops.reshape_ops import expand_dims, invert_permutation, reshape, reverse, reverse_v2, squeeze, transpose
+from nbdist.ops.reshape_ops import (
+    expand_dims,
+    invert_permutation,
+    reshape,
+    reverse,
+    reverse_v2,
+    squeeze,
+    transpose,
+)
 from nbdist.ops.shape_ops import get_static_value, rank, shape, size
 
 __all__ = [

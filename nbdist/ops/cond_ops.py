@@ -233,7 +233,9 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     with graph.name_scope(name or "cond"):
         pred = convert_to_tensor(pred, dtype=_dtypes.bool)
         if pred.shape.ndims not in (None, 0):
-            raise ValueError(f"the predicate of tf.cond must be a scalar, got {pred.name} of shape {pred.shape}")
+            raise ValueError(
+                f"the predicate of tf.cond must be a scalar, got {pred.name} of shape {pred.shape}"
+            )
         outer = graph.get_control_flow_context()
         if outer is not None:
             pred = outer.capture(pred)
@@ -279,7 +281,8 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     if not pairs:
         raise ValueError("tf.case needs at least one (predicate, fn) pair")
     from nbdist.ops.control_flow_ops import Assert, with_dependencies  # noqa: PLC0415
-    from nbdist.ops.math_ops import cast, reduce_sum  # noqa: PLC0415
+    from nbdist.ops.math_ops import cast  # noqa: PLC0415
+    from nbdist.ops.reduction_ops import reduce_sum  # noqa: PLC0415
 
     graph = get_default_graph()
     with graph.name_scope(name):
@@ -347,4 +350,4 @@ def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
         return fn()
 
 
-__all__ = ["cond", "case", "switch_case"]
+__all__ = ["case", "cond", "switch_case"]

@@ -16,7 +16,9 @@ def pack_sequence_as(structure, flat_sequence):
     leaves = iter(flat_sequence)
     packed = _pack(structure, leaves)
     if next(leaves, _END) is not _END:
-        raise ValueError(f"pack_sequence_as: more values than the {len(flatten(structure))} leaves of the structure")
+        raise ValueError(
+            f"pack_sequence_as: more values than the {len(flatten(structure))} leaves of the structure"
+        )
     return packed
 
 

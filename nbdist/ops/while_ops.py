@@ -27,8 +27,8 @@ from nbdist.graph.graph import get_default_graph
 from nbdist.graph.graph_def import SubgraphDef, import_graph_def
 from nbdist.graph.tensor_shape import TensorShape, as_shape
 from nbdist.ops import registry
-from nbdist.ops.nest import flatten, pack_sequence_as
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.nest import flatten, pack_sequence_as
 
 # "While": a body with stateful ops (a queue, a random op): never pruned or deduplicated, and
 # run off a server's I/O thread (a queue in it may wait). "StatelessWhile": anything else.
@@ -116,17 +116,23 @@ def _body_gradient(op, diff_vars, diff_caps):
             return_elements=body.outputs,
             name="body",
         )
+        given = dict(zip(body.inputs, inputs))  # an output that is an input is that input
+        outputs = [given.get(name, t) for name, t in zip(body.outputs, outputs)]
         var_outs, acc_outs = outputs[:n_vars], outputs[n_vars:]
         grad_ins = []
         for k, i in enumerate(diff_vars):
             grad_ins.append(graph.add_placeholder(var_outs[i].dtype, var_outs[i].shape, f"dvar_{k}"))
         for k, (dtype, shape) in enumerate(accumulated):
             grad_ins.append(graph.add_placeholder(dtype, shape, f"dacc_{k}"))
-        ys = [var_outs[i] for i in diff_vars] + [t for t in acc_outs]
+        ys = [var_outs[i] for i in diff_vars] + list(acc_outs)
         grad_ys = grad_ins
         keep = [k for k, y in enumerate(ys) if y.dtype.is_floating]
         xs = [inputs[i] for i in diff_vars] + [inputs[n_vars + i] for i in diff_caps]
-        grads = gradients([ys[k] for k in keep], xs, grad_ys=[grad_ys[k] for k in keep]) if keep else [None] * len(xs)
+        grads = (
+            gradients([ys[k] for k in keep], xs, grad_ys=[grad_ys[k] for k in keep])
+            if keep
+            else [None] * len(xs)
+        )
         grads = [zeros_like(x) if g is None else convert_to_tensor(g) for g, x in zip(grads, xs)]
     return SubgraphDef.of(graph, [*inputs, *grad_ins], grads)
 
@@ -143,7 +149,9 @@ def _trace(fn, graph, what, var_specs, names, returns_structure):
     and the flat tensors `fn` returned (and their structure)."""
     func = FuncGraph(graph, what)
     with func.as_default():
-        placeholders = [func.add_placeholder(dt, sh, f"{names}/loop_var_{i}") for i, (dt, sh) in enumerate(var_specs)]
+        placeholders = [
+            func.add_placeholder(dt, sh, f"{names}/loop_var_{i}") for i, (dt, sh) in enumerate(var_specs)
+        ]
         args = pack_sequence_as(returns_structure, placeholders)
         result = fn(*args) if isinstance(args, list) else fn(args)
         flat = [convert_to_tensor(x) for x in flatten(result)] if result is not None else None
@@ -153,10 +161,11 @@ def _trace(fn, graph, what, var_specs, names, returns_structure):
 def _check_stateless_refs(func, what):
     """Refuses an op that updates a resource (a variable, a queue) made outside the function:
     a captured tensor stands for a value, not for the resource itself."""
-    ops = {op.name for op in func.get_operations()}
+    captured = {t.op.name for t in func.captures.values()}
+    ops = {op.name for op in func.get_operations()} - captured
     for op in func.get_operations():
         node = op.node_def
-        for pos, src, kind in registry.ref_inputs(node):
+        for _, src, kind in registry.ref_inputs(node):
             if src not in ops:
                 raise ValueError(
                     f"{op.type} op {op.name!r} in the {what} uses the {kind.name} made by {src!r} "
@@ -177,7 +186,8 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
         loop_vars = [convert_to_tensor(v) for v in loop_vars]
         loop_name = scope.rstrip("/")
         invariants = [
-            as_shape(s) if s is not None else v.shape for v, s in zip(loop_vars, shape_invariants or [None] * len(loop_vars))
+            as_shape(s) if s is not None else v.shape
+            for v, s in zip(loop_vars, shape_invariants or [None] * len(loop_vars))
         ]
         for v, s in zip(loop_vars, invariants):
             if not s.is_compatible_with(v.shape):
@@ -190,9 +200,15 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
         cond_graph, cond_inputs, _, cond_out = _trace(
             cond, graph, f"condition of while loop {loop_name!r}", specs, "cond", structure
         )
-        if not cond_out or len(cond_out) != 1 or cond_out[0].dtype != _dtypes.bool or cond_out[0].shape.ndims not in (None, 0):
+        if (
+            not cond_out
+            or len(cond_out) != 1
+            or cond_out[0].dtype != _dtypes.bool
+            or cond_out[0].shape.ndims not in (None, 0)
+        ):
             raise TypeError(
-                f"the condition of while loop {loop_name!r} must return one scalar bool tensor, got {cond_out}"
+                f"the condition of while loop {loop_name!r} must return one scalar bool tensor, "
+                f"got {cond_out}"
             )
         body_graph, body_inputs, _, body_out = _trace(
             body, graph, f"body of while loop {loop_name!r}", specs, "body", structure
@@ -224,8 +240,12 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
                     func.captures[t] = func.add_placeholder(t.dtype, t.shape, f"captured/{t.op.name}")
             _check_stateless_refs(func, func.what)
         body_outputs = [body_graph.capture(t) if t.graph is not body_graph else t for t in body_out]
-        cond_def = SubgraphDef.of(cond_graph, [*cond_inputs, *(cond_graph.captures[t] for t in captures)], cond_out)
-        body_def = SubgraphDef.of(body_graph, [*body_inputs, *(body_graph.captures[t] for t in captures)], body_outputs)
+        cond_def = SubgraphDef.of(
+            cond_graph, [*cond_inputs, *(cond_graph.captures[t] for t in captures)], cond_out
+        )
+        body_def = SubgraphDef.of(
+            body_graph, [*body_inputs, *(body_graph.captures[t] for t in captures)], body_outputs
+        )
         inputs = list(loop_vars)
         if maximum_iterations is not None:
             inputs.append(convert_to_tensor(maximum_iterations, dtype=_dtypes.int32))
@@ -245,7 +265,12 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
         }
         controls = list(dict.fromkeys([*cond_graph.outer_control_inputs, *body_graph.outer_control_inputs]))
         op = registry.make_op(
-            "While" if stateful else "StatelessWhile", inputs, attrs, name="while", graph=graph, control_inputs=controls
+            "While" if stateful else "StatelessWhile",
+            inputs,
+            attrs,
+            name="while",
+            graph=graph,
+            control_inputs=controls,
         )
     n = len(loop_vars)
     return op.outputs[:n], op.outputs[n : n + n_accumulated], op
@@ -320,7 +345,13 @@ def while_loop(
         return out
 
     finals, _, _ = _while(
-        lambda *args: call(cond, args), flat_body, flat, invariants, back_prop, maximum_iterations, name or "while"
+        lambda *args: call(cond, args),
+        flat_body,
+        flat,
+        invariants,
+        back_prop,
+        maximum_iterations,
+        name or "while",
     )
     result = pack_sequence_as(structure, finals)
     if single:
@@ -343,7 +374,9 @@ def _length(flat, name):
 
     first = flat[0]
     if first.shape.ndims == 0:
-        raise ValueError(f"{name}: elems must have a first dimension to iterate over, got a scalar {first.name}")
+        raise ValueError(
+            f"{name}: elems must have a first dimension to iterate over, got a scalar {first.name}"
+        )
     return shape(first, out_type=_dtypes.int32)[0]
 
 
@@ -353,7 +386,16 @@ def _element(flat, i):
     return [gather(e, i) for e in flat]
 
 
-def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False, infer_shape=True, name=None):
+def map_fn(
+    fn,
+    elems,
+    dtype=None,
+    parallel_iterations=None,
+    back_prop=True,
+    swap_memory=False,
+    infer_shape=True,
+    name=None,
+):
     """`tf.map_fn`: ``fn`` applied to each element of `elems` along its first dimension, the
     results stacked. `elems` may be a (nested) structure of tensors; `fn` may return one."""
     del dtype, parallel_iterations, swap_memory, infer_shape
@@ -374,7 +416,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
         zero = convert_to_tensor(0, dtype=_dtypes.int32)
         _, stacked, _ = _while(
             lambda i: less(i, n),
-            lambda i: body(i),
+            body,
             [zero],
             None,
             back_prop,
@@ -385,7 +427,17 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     return pack_sequence_as(out_structure[0], stacked)
 
 
-def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, infer_shape=True, reverse=False, name=None):
+def scan(
+    fn,
+    elems,
+    initializer=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    infer_shape=True,
+    reverse=False,
+    name=None,
+):
     """`tf.scan`: ``a = fn(a, x)`` over the elements of `elems`, every `a` stacked. Without an
     `initializer`, `a` starts as the first element (and the output starts with it)."""
     del parallel_iterations, swap_memory, infer_shape
@@ -474,4 +526,4 @@ def is_loop(op_or_node):
     return getattr(op_or_node, "type", getattr(op_or_node, "op", None)) in LOOP_OPS
 
 
-__all__ = ["while_loop", "map_fn", "scan", "foldl", "foldr"]
+__all__ = ["foldl", "foldr", "map_fn", "scan", "while_loop"]

@@ -30,7 +30,14 @@ class _LoopStep(StepContext):
 
     def __init__(self, step):
         super().__init__(
-            step.resources, None, step.step_id, step.deadline, step.trace, step.device, step.session, step.master
+            step.resources,
+            None,
+            step.step_id,
+            step.deadline,
+            step.trace,
+            step.device,
+            step.session,
+            step.master,
         )
         self.step = step
 
@@ -79,12 +86,17 @@ class _Iterations:
             if f"{self.what} {self.loop!r}" in e.message:
                 raise
             raise type(e)(
-                e.node_def, e.op, f"{e.message}\n\tin {self.what} {self.loop!r} at iteration {k}", e.remote_traceback
+                e.node_def,
+                e.op,
+                f"{e.message}\n\tin {self.what} {self.loop!r} at iteration {k}",
+                e.remote_traceback,
             ) from None
 
     def span(self, k, start):
         if self.trace is not None and k < TRACED_SPANS:
-            self.trace.append((f"{self.node.name}/iteration:{k}", "WhileIteration", start, time.perf_counter()))
+            self.trace.append(
+                (f"{self.node.name}/iteration:{k}", "WhileIteration", start, time.perf_counter())
+            )
 
 
 def _while_kernel(ctx, node, *inputs):

@@ -27,9 +27,11 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops import registry
-from nbdist.runtime import placer
+from nbdist.runtime import (
+    loop_kernels,  # noqa: F401 - registers the While kernels (they run plans)
+    placer,
+)
 from nbdist.runtime.executor import check_fed_value
-from nbdist.runtime import loop_kernels  # noqa: F401 - registers the While kernels (they run plans)
 from nbdist.runtime.fetch_delivery import StepFetches
 from nbdist.runtime.net.serving import DEFERRED, Rpc
 from nbdist.runtime.partition import partition

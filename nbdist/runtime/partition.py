@@ -17,12 +17,14 @@ import hashlib
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.device import Task, task_prefix
+from nbdist.graph.device import DeviceSpec, Task, task_prefix
 from nbdist.graph.graph_def import NodeDef
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops.deadness import DEADNESS_SOURCES
+from nbdist.ops.while_ops import LOOP_OPS
 
 # _Send / _Recv: the only ops that talk to the rendezvous (ctx.rendezvous).
 registry.declare("_Send", stateful=True, takes_dead=True)  # a dead tensor is sent as dead
@@ -87,6 +89,8 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
             part.nodes.append(producer)
     for node in nodes:
         device = placement[node.name]
+        if node.op in LOOP_OPS:
+            check_loop_on_one_task(node, device)
         part = part_of(device)
         new_inputs, controls = [], {}  # controls: source device -> crossing control inputs
         for inp in node.input:
@@ -123,6 +127,33 @@ def partition(nodes, by_name, placement, feeds, fetches, targets):
     for part in parts.values():
         part.targets.extend(n.name for n in part.nodes if n.op == "_Send")
     return parts
+
+
+def check_loop_on_one_task(node, device):
+    """Refuses a `tf.while_loop` whose condition or body holds an op placed on another task
+    than the loop (`device`): a loop runs whole on one task (docs/architecture.md says why).
+
+    Raises:
+        InvalidArgumentError: naming the op, its device, the loop and its task.
+    """
+    where = DeviceSpec.from_string(device)
+    for part in ("cond", "body"):
+        for inner in node.attr[part].nodes:
+            spec = DeviceSpec.from_string(inner.device or "")
+            if any(
+                getattr(spec, f) is not None and getattr(spec, f) != getattr(where, f)
+                for f in ("job", "replica", "task")
+            ):
+                loop = node.attr.get("loop", node.name)
+                raise errors.InvalidArgumentError(
+                    inner.name,
+                    None,
+                    f"op {inner.name!r} ({inner.op}) in the {'condition' if part == 'cond' else 'body'} of "
+                    f"while loop {loop!r} is placed on {inner.device}, but the loop runs on "
+                    f"{task_prefix(device)}: nbdist runs a while loop whole on one task. Place the "
+                    "loop and everything in it on one task (with tf.device around tf.while_loop), "
+                    "or compute the other task's part before or after the loop",
+                )
 
 
 def bypass_relays(nodes, placement, kept):

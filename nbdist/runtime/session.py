@@ -17,10 +17,12 @@ from nbdist.graph.default_session import default_session
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
-from nbdist.runtime import threads
+from nbdist.runtime import (
+    loop_kernels,  # noqa: F401 - registers the While kernels (they run plans)
+    threads,
+)
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
 from nbdist.runtime.executor import ExecutionPlan, StepContext
-from nbdist.runtime import loop_kernels  # noqa: F401 - registers the While kernels (they run plans)
 from nbdist.runtime.fetches import FeedCache, FetchMapper, fetch_key, normalize_feeds
 
 LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"

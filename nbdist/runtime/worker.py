@@ -33,8 +33,8 @@ from nbdist import errors
 from nbdist.graph.device import Task
 from nbdist.graph.graph_def import nodes_from_graph_def
 from nbdist.ops.resources import ResourceManager
-from nbdist.runtime.executor import HANG_REPORT_EVERY_S, HANG_REPORT_S, ExecutionPlan, StepContext
 from nbdist.runtime import loop_kernels  # noqa: F401 - registers the While kernels (they run plans)
+from nbdist.runtime.executor import HANG_REPORT_EVERY_S, HANG_REPORT_S, ExecutionPlan, StepContext
 from nbdist.runtime.fetch_delivery import reply_run_graph
 from nbdist.runtime.net import transport
 from nbdist.runtime.net.serving import DEFERRED, Rpc
