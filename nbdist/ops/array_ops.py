@@ -33,6 +33,7 @@ __all__ = [
     "ones",
     "pad",
     "placeholder",
+    "placeholder_with_default",
     "rank",
     "reshape",
     "reverse",
@@ -64,6 +65,26 @@ def _placeholder_kernel(ctx, node):
         f"You must feed a value for placeholder tensor {node.name!r} with dtype "
         f"{node.attr['dtype'].name} and shape {shape}: add it to feed_dict",
     )
+
+
+registry.shape("PlaceholderWithDefault")(lambda inputs, attrs: [(inputs[0].dtype, attrs["shape"])])
+registry.kernel("PlaceholderWithDefault")(lambda ctx, node, value: value)
+registry.gradient("PlaceholderWithDefault")(lambda op, grad: [grad])
+
+
+def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's argument name
+    """`tf.placeholder_with_default`: `input`'s value unless a value is fed (a train/eval
+    switch: ``training = tf.placeholder_with_default(False, [])``)."""
+    value = convert_to_tensor(input)
+    shape = as_shape(shape)
+    if not shape.is_compatible_with(value.shape):
+        raise ValueError(
+            f"tf.placeholder_with_default: the default's shape {value.shape} does not fit {shape}"
+        )
+    attrs = {"dtype": value.dtype, "shape": shape}
+    return registry.make_op(
+        "PlaceholderWithDefault", [value], attrs, name=name or "PlaceholderWithDefault"
+    ).outputs[0]
 
 
 def placeholder(dtype, shape=None, name=None):

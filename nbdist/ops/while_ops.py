@@ -72,9 +72,13 @@ def _loop_grad(op, *grads):
         "capture_specs": [(captures[i].dtype, captures[i].shape) for i in diff_caps],
         "var_specs": [(var_inputs[i].dtype, op.outputs[i].shape) for i in diff_vars],
     }
-    grad_op = registry.make_op(
-        "WhileGrad", [op.outputs[n_vars + n_acc], *captures, *var_grads, *acc_grads], attrs, name="WhileGrad"
-    )
+    with op.graph.colocate_with(op):  # where the history is: it never crosses tasks
+        grad_op = registry.make_op(
+            "WhileGrad",
+            [op.outputs[n_vars + n_acc], *captures, *var_grads, *acc_grads],
+            attrs,
+            name="WhileGrad",
+        )
     out = [None] * n_inputs
     for k, i in enumerate(diff_vars):
         out[i] = grad_op.outputs[k]

@@ -212,6 +212,14 @@ def _cross(part_of, sends, tensor, src_device, dst_device, spec, extra):
     """Adds (once per tensor and destination task) the `_Send`/`_Recv` pair for a data edge."""
     memo_key = (tensor, task_prefix(dst_device))
     if memo_key not in sends:
+        if spec[0] is _dtypes.variant:
+            raise errors.InvalidArgumentError(
+                tensor.rpartition(":")[0],
+                None,
+                f"tensor {tensor!r} (a while loop's history, dtype variant) would have to go from "
+                f"{task_prefix(src_device)} to {task_prefix(dst_device)}; it stays on its loop's task: "
+                "place what reads it there",
+            )
         safe = tensor.replace(":", "_")
         sends[memo_key] = _pair(part_of, tensor, safe, src_device, dst_device, spec, extra)
     return sends[memo_key]
