@@ -17,31 +17,38 @@ pytestmark = pytest.mark.usefixtures("graph")
 X = np.random.RandomState(0).randn(4, 6, 6, 2).astype(np.float32)
 
 
-def _model(lib, x):
+def _model(lib, x, training=True, dropout_training=False):
     """A small CNN touching every layer: names and regularizers as learners' programs write them."""
     layers = lib.layers
     h = layers.conv2d(
         x, 3, 3, padding="same", activation=lib.nn.relu, kernel_regularizer=lambda w: 0.01 * lib.nn.l2_loss(w)
     )
-    h = layers.batch_normalization(h, training=True)
+    h = layers.batch_normalization(h, training=training)
     h = layers.max_pooling2d(h, 2, 2)
     h = layers.conv2d(h, 4, (2, 2), strides=1)
     h = layers.average_pooling2d(h, 2, 1, padding="same")
     h = layers.flatten(h)
-    h = layers.dropout(h, 0.3, training=False)
+    h = layers.dropout(h, 0.3, training=dropout_training)
     h = layers.dense(h, 5, activation=lib.nn.relu, bias_regularizer=lib.reduce_sum)
-    h = layers.batch_normalization(h, training=True)
+    h = layers.batch_normalization(h, training=training)
     return layers.dense(h, 2, name="out")
 
 
-def _run(lib, values=None):
+def _run(lib, values=None, switch=None):
     """Builds `_model` in a new graph of `lib`; returns names, outputs, gradients, variables after
-    one run of the updates (variables loaded from `values` when given)."""
+    one run of the updates (variables loaded from `values` when given). With `switch` (True or
+    False) the layers' `training` is a bool tensor fed that value (a ``tf.cond`` in each layer)."""
     graph = lib.Graph()
     with graph.as_default(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TF's tf.layers deprecation warnings
         x = lib.placeholder(lib.float32, [None, 6, 6, 2])
-        y = _model(lib, x)
+        feeds = {x: X}
+        if switch is None:
+            y = _model(lib, x)
+        else:
+            training = lib.placeholder_with_default(False, [])
+            feeds[training] = switch
+            y = _model(lib, x, training, dropout_training=training if not switch else False)
         loss = lib.reduce_sum(y * y) + lib.losses.get_regularization_loss()
         variables = lib.global_variables()
         grads = lib.gradients(loss, lib.trainable_variables())
@@ -52,8 +59,8 @@ def _run(lib, values=None):
             for v, value in zip(variables, values or (), strict=False):
                 v.load(value, sess)
             before = sess.run(variables)
-            outputs = sess.run([y, loss, *regs, *grads], {x: X})
-            sess.run(updates, {x: X})
+            outputs = sess.run([y, loss, *regs, *grads], feeds)
+            sess.run(updates, feeds)
             after = sess.run(variables)
     return {
         "variables": [(v.name, v.shape.as_list()) for v in variables],
@@ -181,11 +188,23 @@ def test_dropout_identity_when_not_training_and_keep_rate_when_training():
     assert abs(kept.mean() - 0.7) < 0.02
 
 
+@pytest.mark.tf
+@pytest.mark.parametrize("switch", [True, False])
+def test_a_tensor_training_switch_matches_tf(tf1, switch):
+    """``training=tf.placeholder_with_default(False, [])``: batch norm's statistics and its
+    moving-average updates (and dropout) decided by a tf.cond at run time, fed either way."""
+    theirs = _run(tf1, switch=switch)
+    ours = _run(tf, theirs["before"], switch=switch)
+    for a, b in zip([*ours["outputs"], *ours["after"]], [*theirs["outputs"], *theirs["after"]], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    moved = [n for n, _ in ours["variables"]].index("batch_normalization/moving_variance:0")
+    assert np.allclose(ours["after"][moved], ours["before"][moved]) == (not switch)
+
+
 @pytest.mark.parametrize("layer", [tf.layers.dropout, tf.layers.batch_normalization])
-def test_tensor_training_switch_says_tf_cond_is_not_supported(layer):
-    x = tf.ones([4, 3])
-    with pytest.raises(NotImplementedError, match=r"training=.* is a tensor; .* needs tf\.cond"):
-        layer(x, training=tf.placeholder(tf.bool, []))
+def test_a_training_switch_must_be_a_scalar_bool(layer):
+    with pytest.raises(TypeError, match="must be a scalar bool"):
+        layer(tf.ones([4, 3]), training=tf.placeholder(tf.float32, []))
 
 
 def test_layer_variables_and_weights_lists():

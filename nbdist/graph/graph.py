@@ -438,7 +438,7 @@ class Graph:
             raise RuntimeError(f"graph is finalized and cannot be modified (adding {op_type} op {name!r})")
         context = self.get_control_flow_context()
         if context is not None:  # inside a tf.cond branch: outer tensors come in through Switches
-            inputs, control_inputs = context.prepare_inputs(list(inputs), list(control_inputs))
+            inputs, control_inputs = context.prepare_inputs(op_type, list(inputs), list(control_inputs))
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise TypeError(f"input of {op_type} must be a Tensor, got {t!r}")

@@ -177,10 +177,13 @@ class CondContext:
             self._pivot.op.control_flow_context = self
         return self._pivot
 
-    def prepare_inputs(self, inputs, control_inputs):
-        """The inputs and control inputs of an op made in this branch (`Graph.create_op`)."""
-        inputs = [self.capture(t) for t in inputs]
-        if not inputs:
+    def prepare_inputs(self, op_type, inputs, control_inputs):
+        """The inputs and control inputs of an op of type `op_type` made in this branch
+        (`Graph.create_op`). A ref input (the variable an assign updates) stays the resource's
+        creator: only values go through a Switch."""
+        refs = registry.lookup(op_type).ref_inputs if registry.lookup(op_type, None) else {}
+        inputs = [t if pos in refs else self.capture(t) for pos, t in enumerate(inputs)]
+        if len(inputs) == len(refs):  # no value input: run after the pivot, dead with the branch
             control_inputs = [*control_inputs, self.pivot.op]
         return inputs, control_inputs
 

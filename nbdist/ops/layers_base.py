@@ -46,21 +46,22 @@ def _unique_layer_name(base_name):
     return f"{base_name}_{uids[base_name]}"
 
 
-def python_bool(value, what):
-    """`value` as a Python bool; a tensor (a switch decided at run time) is refused.
+def training_switch(value, what):
+    """`value` as a Python bool, or as a scalar bool tensor: a switch decided at run time
+    (``tf.placeholder_with_default(False, [])``), which the layer turns into a ``tf.cond``.
 
     Raises:
-        NotImplementedError: for a Tensor or Variable (that needs ``tf.cond``).
+        TypeError: for anything else, or a tensor that is not a scalar bool.
     """
-    if isinstance(value, (Tensor, Variable)):
-        raise NotImplementedError(
-            f"{what}: training={value!r} is a tensor; a switch decided at run time needs tf.cond, "
-            "which nbdist does not support yet. Pass a Python bool, and for evaluation build a "
-            "second call with training=False (the function forms share variables with reuse=True)"
-        )
+    if isinstance(value, Variable):
+        value = value.value()
+    if isinstance(value, Tensor):
+        if value.dtype != _dtypes.bool or value.shape.ndims not in (None, 0):
+            raise TypeError(f"{what}: a training tensor must be a scalar bool, got {value!r}")
+        return value
     if isinstance(value, (bool, np.bool_)) or value in (0, 1):
         return bool(value)
-    raise TypeError(f"{what}: training must be a Python bool, got {value!r}")
+    raise TypeError(f"{what}: training must be a Python bool or a scalar bool tensor, got {value!r}")
 
 
 def add_to_collection_once(elements, key):

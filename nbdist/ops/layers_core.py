@@ -12,8 +12,9 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import activation_ops, math_ops, nn_ops
 from nbdist.ops.bias_ops import bias_add
 from nbdist.ops.concat_slice_ops import concat
+from nbdist.ops.cond_ops import cond
 from nbdist.ops.init_ops import zeros_initializer
-from nbdist.ops.layers_base import Layer, python_bool
+from nbdist.ops.layers_base import Layer, training_switch
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.reshape_ops import reshape, transpose
 from nbdist.ops.shape_ops import shape
@@ -180,7 +181,6 @@ class Dropout(Layer):
 
     Raises:
         ValueError: for a `rate` outside ``[0, 1)``.
-        NotImplementedError: for a tensor `training` (needs ``tf.cond``).
     """
 
     def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
@@ -192,9 +192,16 @@ class Dropout(Layer):
         self.seed = seed
 
     def call(self, inputs, training=False):
-        if not python_bool(training, f"tf.layers.Dropout {self.name!r}") or self.rate == 0:
+        training = training_switch(training, f"tf.layers.Dropout {self.name!r}")
+        if training is False or self.rate == 0:
             return identity(inputs)
-        return nn_ops.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed)
+
+        def dropped():
+            return nn_ops.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed)
+
+        if training is True:
+            return dropped()
+        return cond(training, dropped, lambda: identity(inputs))  # decided at run time, as TF's smart_cond
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):

@@ -17,14 +17,16 @@ import math
 from nbdist.graph.graph import colocate_with, get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops
+from nbdist.ops.cond_ops import cond
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.init_ops import ones_initializer, zeros_initializer
-from nbdist.ops.layers_base import Layer, python_bool
+from nbdist.ops.layers_base import Layer, training_switch
 from nbdist.ops.normalization_ops import batch_normalization as _nn_batch_normalization
 from nbdist.ops.normalization_ops import moments
 from nbdist.ops.reshape_ops import reshape
 from nbdist.ops.shape_ops import size
 from nbdist.ops.state_ops import assign_sub
+from nbdist.ops.unary_ops import identity
 
 __all__ = ["BatchNormalization", "batch_normalization"]
 
@@ -40,8 +42,7 @@ class BatchNormalization(Layer):
             it decides whether the variance of the moving update has Bessel's correction.
 
     Raises:
-        NotImplementedError: for ``renorm=True``, a `virtual_batch_size` or an `adjustment`, and
-            for a tensor ``training`` (needs ``tf.cond``).
+        NotImplementedError: for ``renorm=True``, a `virtual_batch_size` or an `adjustment`.
         ValueError: for an axis out of range or an input whose feature dimensions are unknown.
     """
 
@@ -141,7 +142,7 @@ class BatchNormalization(Layer):
         self.built = True
 
     def call(self, inputs, training=False):
-        training = python_bool(training, f"tf.layers.BatchNormalization {self.name!r}")
+        training = training_switch(training, f"tf.layers.BatchNormalization {self.name!r}")
         ndims = inputs.shape.ndims
         reduction_axes = [i for i in range(ndims) if i not in self.axis]
         broadcast_shape = [1] * ndims
@@ -152,10 +153,17 @@ class BatchNormalization(Layer):
                 return v
             return reshape(v, broadcast_shape)
 
-        if training:
-            mean, variance = moments(inputs, reduction_axes, keep_dims=len(self.axis) > 1)
-        else:
+        if training is False:
             mean, variance = self.moving_mean, self.moving_variance
+        else:
+            batch_mean, batch_variance = moments(inputs, reduction_axes, keep_dims=len(self.axis) > 1)
+            mean, variance = batch_mean, batch_variance
+            if training is not True:  # a tensor: TF's smart_cond, the batch's or the moving statistics
+                mean, variance = cond(
+                    training,
+                    lambda: (identity(batch_mean), identity(batch_variance)),
+                    lambda: (identity(self.moving_mean), identity(self.moving_variance)),
+                )
         outputs = _nn_batch_normalization(
             inputs,
             broadcast(mean),
@@ -164,11 +172,23 @@ class BatchNormalization(Layer):
             broadcast(self.gamma),
             self.epsilon,
         )
-        if training:
+        if training is not False:
+            new_mean, new_variance = batch_mean, batch_variance
             if self.fused:
-                variance = variance * self._bessel_factor(inputs, variance)
-            self.add_update(self._assign_moving_average(self.moving_mean, mean))
-            self.add_update(self._assign_moving_average(self.moving_variance, variance))
+                new_variance = new_variance * self._bessel_factor(inputs, new_variance)
+            for variable, value in ((self.moving_mean, new_mean), (self.moving_variance, new_variance)):
+                if training is True:
+                    self.add_update(self._assign_moving_average(variable, value))
+                else:  # the update runs only in the steps that train
+                    self.add_update(
+                        cond(
+                            training,
+                            lambda variable=variable, value=value: self._assign_moving_average(
+                                variable, value
+                            ),
+                            lambda variable=variable: identity(variable),
+                        )
+                    )
         return outputs
 
     def _bessel_factor(self, inputs, variance):
