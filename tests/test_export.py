@@ -321,3 +321,74 @@ def test_nbdists_own_ops_run_as_their_tensorflow_subgraphs(tf1_graph_mode):
         exported.initialize(tf_sess)
         got = tf_sess.run([exported[t.name] for t in (total, grad, now)])
     _assert_close([expected], [got])
+
+
+# -- control flow -----------------------------------------------------------------------------------
+def _cond_model(lib):
+    """A tf.cond train/eval switch over a small model, and its gradients."""
+    p = lib.placeholder(lib.bool, [], name="p")
+    x = lib.placeholder(lib.float32, [None, 4], name="x")
+    w = lib.Variable(W1, name="w")
+    h = lib.matmul(x, w)
+    y = lib.cond(p, lambda: lib.nn.relu(h) * 2.0, lambda: lib.tanh(h) - 1.0, name="switch")
+    loss = lib.reduce_sum(y * y, name="loss")
+    lib.identity(lib.gradients(loss, [w])[0], name="grad_w")
+
+
+def test_a_cond_and_its_gradient_export_and_run_alike(tf1_graph_mode):
+    _cond_model(tf)
+    fetches = [["loss:0", "grad_w:0"]]
+    for pred in (True, False):
+        _differential(tf1_graph_mode, fetches, {"p:0": pred, "x:0": X})
+    ops = {op.type for op in to_tensorflow().graph.get_operations()}
+    assert {"Switch", "Merge"} <= ops
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_a_tensorflow_cond_imports_and_runs_alike(tf1_graph_mode, pred):
+    tf1 = tf1_graph_mode
+    graph = tf1.Graph()
+    with graph.as_default():  # TF lists a branch's op before the Switch it reads: imported inputs first
+        p = tf1.placeholder(tf1.bool, [], name="p")
+        x = tf1.placeholder(tf1.float32, [None, 4], name="x")
+        y = tf1.cond(p, lambda: tf1.square(x) + 1.0, lambda: tf1.matmul(x, tf1.constant(W1))[:, :4], name="c")
+        tf1.identity(y, name="y")
+    with tf1.Session(graph=graph) as sess:
+        expected = sess.run("y:0", {"p:0": pred, "x:0": X})
+    tf.import_graph_def(graph.as_graph_def(), name="")
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run("y:0", {"p:0": pred, "x:0": X}), expected, rtol=2e-5, atol=1e-6)
+
+
+def test_a_tensorflow_while_loop_is_refused_naming_the_frame_op(tf1_graph_mode):
+    tf1 = tf1_graph_mode
+    graph = tf1.Graph()
+    with graph.as_default():
+        tf1.while_loop(lambda i: i < 3, lambda i: i + 1, [tf1.constant(0)], name="loop")
+    with pytest.raises(
+        UnsupportedOpError, match=r"node 'loop/Enter' .* Enter op: part of a TF 1.x tf.while_loop"
+    ):
+        tf.import_graph_def(graph.as_graph_def())
+
+
+def test_a_while_loop_exports_as_tensorflows_functional_while(tf1_graph_mode):
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    w = tf.Variable(W1[:, :4], name="w")
+
+    def body(i, h):
+        inner = tf.while_loop(lambda j, g: j < 2, lambda j, g: (j + 1, g * 0.5), [0, h], name="inner")[1]
+        return i + 1, tf.tanh(tf.matmul(inner, w)) + x
+
+    _, y = tf.while_loop(lambda i, h: i < 10, body, [0, x], maximum_iterations=3, name="outer")
+    tf.identity(y, name="y")
+    tf.identity(tf.while_loop(lambda i: i < 5, lambda i: i + 2, [0], name="count"), name="count_out")
+    _differential(tf1_graph_mode, [["y:0", "count_out:0"]], {"x:0": X})
+
+
+def test_a_map_fn_and_a_loop_gradient_are_refused_by_name(graph):
+    xs = tf.constant(X)
+    tf.map_fn(lambda row: row * 2.0, xs, name="mapped")
+    with pytest.raises(
+        UnsupportedOpError, match=r"loop of a tf.map_fn / tf.scan \(while loop 'mapped/while'\)"
+    ):
+        to_tensorflow()

@@ -221,6 +221,7 @@ CASES = [
         [r(2)],
     ),
     ("ReverseV2", lambda x: tf.reverse(x, [1]), [r(2, 3)]),
+    ("PlaceholderWithDefault", lambda x: tf.placeholder_with_default(x, [2, 3]) * x, [r(2, 3)]),
     (
         "StatelessWhile",
         lambda x, y: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x + y), [0, x])[1],

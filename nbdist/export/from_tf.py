@@ -11,7 +11,9 @@ returns that graph's GraphDef with the proto's devices. `import_graph_def` is
 Attrs are decoded (`tf_protos.decoded_attrs`); TensorFlow's private annotations
 (``_``-prefixed) are dropped but for the colocation ``_class``. ``AddV2`` (what TF 2's ``+``
 records) is read as nbdist's ``Add``; a node whose op type nbdist does not have raises
-`UnsupportedOpError` naming the node and the type.
+`UnsupportedOpError` naming the node and the type. A TF 1.x ``tf.cond`` (Switch and Merge)
+imports and runs; a TF 1.x loop frame (Enter, Exit, NextIteration, LoopCond) and TF 2's
+functional ``If`` / ``While`` are refused, naming the node and what to do instead.
 """
 
 from nbdist.export.tf_protos import decoded_attrs, input_name, is_proto
@@ -22,6 +24,13 @@ from nbdist.ops import registry
 
 # TensorFlow op types nbdist has under its TF 1.x name (same values on nbdist's dtypes).
 TF_ALIASES = {"AddV2": "Add"}
+# A TF 1.x while loop is a frame of these (a cycle through NextIteration), TF 2's loops and
+# conds functional ops over a function library: nbdist imports neither (tf.cond's Switch and
+# Merge it does).
+LOOP_FRAME_OPS = frozenset(
+    {"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"}
+)
+FUNCTIONAL_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase"})
 
 
 def graph_def_of_proto(proto):
@@ -35,6 +44,8 @@ def graph_def_of_proto(proto):
     scratch = Graph()
     devices = {}
     for node in proto.node:
+        _refuse_loops(node)
+    for node in _inputs_first(proto.node):
         op_type = TF_ALIASES.get(node.op, node.op)
         if registry.lookup(op_type, None) is None:
             raise UnsupportedOpError(
@@ -65,6 +76,50 @@ def graph_def_of_proto(proto):
     for node in out["node"]:
         node["device"] = devices[node["name"]]
     return out
+
+
+def _inputs_first(nodes):
+    """`nodes` in their order, but each after its inputs: TF's cond rewires a branch op's input
+    to a Switch it creates later, so ``as_graph_def()`` may list a consumer first. A node whose
+    input is missing (or a cycle) keeps its place, for the error to name it."""
+    by_name = {n.name: n for n in nodes}
+    placed, out = set(), []
+    for first in nodes:
+        stack, seen = [(first, False)], set()
+        while stack:  # depth first, without recursion (a long chain would overflow it)
+            node, expanded = stack.pop()
+            if node.name in placed:
+                continue
+            if expanded:
+                placed.add(node.name)
+                out.append(node)
+                continue
+            if node.name in seen:
+                continue
+            seen.add(node.name)
+            stack.append((node, True))
+            for i in reversed(node.input):
+                dep = by_name.get(input_name(i.lstrip("^")).rpartition(":")[0])
+                if dep is not None and dep.name not in placed:
+                    stack.append((dep, False))
+    return out
+
+
+def _refuse_loops(node):
+    """Raises `UnsupportedOpError` for a loop frame's op or a functional control-flow op."""
+    if node.op in LOOP_FRAME_OPS:
+        raise UnsupportedOpError(
+            f"node {node.name!r} of the TensorFlow GraphDef is a {node.op} op: part of a TF 1.x "
+            "tf.while_loop (Enter/Merge/Switch/NextIteration/Exit frames), which nbdist does not "
+            "import; build the loop with nbdist's tf.while_loop instead (docs/api.md, control flow)"
+        )
+    if node.op in FUNCTIONAL_OPS:
+        raise UnsupportedOpError(
+            f"node {node.name!r} of the TensorFlow GraphDef is a {node.op} op (TF 2's functional "
+            "control flow, over a function library), which nbdist does not import; export the "
+            "graph from tensorflow.compat.v1 with v2 control flow off "
+            "(tf.compat.v1.disable_control_flow_v2()), or build it with nbdist's tf.cond / tf.while_loop"
+        )
 
 
 def import_graph_def(

@@ -36,12 +36,14 @@ as a TensorFlow checkpoint by `TensorFlowExport.save`.
 
 import numpy as np
 
+from nbdist.export.loops_to_tf import loop_nodes
 from nbdist.export.tf_protos import DTYPE_ENUMS
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import checkpoint_format
+from nbdist.ops.while_ops import LOOP_OPS
 
 # nbdist's Saver ops write nbdist's checkpoint format through signatures of their own: they and
 # what depends on them stay behind; TensorFlow programs make a tf.train.Saver of the variables.
@@ -165,7 +167,7 @@ def to_tensorflow(graph=None, *, session=None, checkpoint=None, keep=None, clear
         node = node_def_of(op)
         if clear_devices:
             node.device = ""
-        for proto in _tf_nodes(op, node):
+        for proto in _tf_nodes(op, node, graph_def.library):
             graph_def.node.add().CopyFrom(proto)
     tf_graph = tf1.Graph()
     with tf_graph.as_default():
@@ -223,8 +225,11 @@ def _without_checkpoint_ops(ops):
 
 
 # -- op by op -------------------------------------------------------------------------------------
-def _tf_nodes(op, node):
-    """The TensorFlow NodeDef protos of one nbdist op (one, or a rewrite's few)."""
+def _tf_nodes(op, node, library):
+    """The TensorFlow NodeDef protos of one nbdist op (one, or a rewrite's few); a loop's
+    condition and body go to `library` as functions (loops_to_tf.py)."""
+    if node.op in LOOP_OPS:
+        return loop_nodes(op, node, library, _tf_nodes, _tf1(), UnsupportedOpError)
     rewrite = _REWRITES.get(node.op)
     if rewrite is not None:
         return rewrite(op, node)
