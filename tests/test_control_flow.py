@@ -6,6 +6,9 @@ Each case is ``build(lib) -> (fetches, feeds)``: the program written once agains
 library's API; every fetch (a value or a gradient) must agree.
 """
 
+import re
+import time
+
 import numpy as np
 import pytest
 
@@ -343,3 +346,27 @@ def test_a_traced_loop_shows_its_iterations(graph):
     spans = [n for n in names if n.startswith("counted/while/iteration:")]
     assert spans == [f"counted/while/iteration:{k}" for k in range(4)]
     assert names.count("counted/Add") == 4  # the body's op, once per iteration
+
+
+def test_closing_the_session_cancels_a_running_loop_naming_it(graph):
+    import threading
+
+    out = tf.while_loop(lambda i: tf.constant(True), lambda i: i + 1, [tf.constant(0)], name="spinning")
+    sess = tf.Session()
+    failure = []
+
+    def run():
+        try:
+            sess.run(out, options=tf.RunOptions(timeout_in_ms=30_000))
+        except tf.errors.OpError as e:
+            failure.append(e)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    time.sleep(0.3)
+    sess.close()
+    runner.join(10)
+    assert not runner.is_alive()
+    (error,) = failure
+    assert isinstance(error, tf.errors.CancelledError)
+    assert re.search(r"while loop 'spinning' at iteration \d+", error.message), error.message
