@@ -9,6 +9,8 @@ import pytest
 import nbdist as tf
 from nbdist.notebook import graph_model as gm
 from nbdist.notebook import render
+from nbdist.runtime.server_lib import Server
+from procs import free_port
 from traced_steps import CROSSINGS, build_model, traced_steps
 
 
@@ -237,3 +239,153 @@ def test_fitted_to_a_width_a_drawing_never_shrinks_node_text_below_10_px(model):
 def test_draw_graph_returns_the_svg(model):
     drawing = render.draw_graph(model.graph)
     assert drawing.svg.startswith("<svg") and drawing.html == drawing.svg
+
+
+# -- control flow: tf.cond, tf.while_loop -----------------------------------------------------------
+TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+
+
+def control_flow_graph():
+    """A cond (x * 2 + 1 or x² - 3) and a loop (5 iterations) on the worker, both feeding `out`."""
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [], name="x")
+        p = tf.placeholder(tf.bool, [], name="p")
+        y = tf.cond(p, lambda: x * 2.0 + 1.0, lambda: tf.square(x) - 3.0)
+        start = (tf.constant(0), tf.constant(1.0))
+        _, acc = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 1.5 + x), start)
+        out = tf.identity(y + acc, name="out")
+    return graph, x, p, out
+
+
+def cluster_nodes(dot, label):
+    """The quoted node ids declared inside the (nested) cluster labelled `label`."""
+    lines = dot.splitlines()
+    start = next(i for i, line in enumerate(lines) if f'graph [label="{label}"' in line)
+    depth, ids = 1, []
+    for line in lines[start + 1 :]:
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            return ids
+        m = re.match(r'\s*"([^"]+)" \[', line)
+        if m:
+            ids.append(m[1])
+    raise AssertionError(f"cluster {label!r} is not closed")
+
+
+def test_a_collapsed_cond_is_one_box_that_says_it_is_a_cond():
+    graph, *_ = control_flow_graph()
+    dot = render.graph_to_dot(graph)
+    assert '"cond@/job:worker/task:0" [label="cond/\\ntf.cond: 15 ops (true/false branches)"' in dot
+    assert "true branch" not in dot and '"cond/Mul"' not in dot
+
+
+def test_an_expanded_cond_draws_its_true_and_false_branches_apart():
+    """Behind output_true (:1) of its Switches, the true branch; behind output_false (:0), the
+    false one; the predicate and the Merge that joins them belong to neither."""
+    graph, *_ = control_flow_graph()
+    dot = render.graph_to_dot(graph, expanded=["cond"])
+    true, false = cluster_nodes(dot, "cond: true branch"), cluster_nodes(dot, "cond: false branch")
+    assert {"cond/Switch", "cond/Mul", "cond/Add", "cond/pivot_t", "cond/Const"} <= set(true)
+    assert {"cond/Switch_1", "cond/Square", "cond/Sub", "cond/pivot_f", "cond/Const_2"} <= set(false)
+    assert not {"cond/Merge", "cond/pred_id"} & {*true, *false}
+    assert '"cond/Merge" [' in dot and 'class="nbdist-true-branch"' in dot
+
+
+def test_nested_conds_nest_their_branches():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+        inner = lambda: tf.cond(x > 1.0, lambda: x * 3.0, lambda: x - 1.0)  # noqa: E731
+        tf.cond(x > 0.0, inner, lambda: tf.negative(x))
+    dot = render.graph_to_dot(graph, collapse=False)
+    outer_true = cluster_nodes(dot, "cond: true branch")
+    assert {"cond/cond/Mul", "cond/cond/Sub", "cond/cond/Merge"} <= set(outer_true)
+    assert "cond/cond/Mul" in cluster_nodes(dot, "cond/cond: true branch")
+    assert "cond/cond/Sub" in cluster_nodes(dot, "cond/cond: false branch")
+
+
+def test_a_loop_is_one_op_labelled_as_a_loop_and_its_body_is_not_a_node_of_the_graph():
+    graph, *_ = control_flow_graph()
+    dot = render.graph_to_dot(graph, collapse=False)
+    line = next(line for line in dot.splitlines() if line.strip().startswith('"while/while" ['))
+    assert 'label="while/while\\ntf.while_loop: body 5 ops"' in line and 'class="nbdist-loop"' in line
+    assert "body of while/while" not in dot and "while/while:body:" not in dot
+    model = gm.graph_model(graph)  # placement and partitions see the one op
+    assert not any(n.name.startswith(("body/", "captured/")) for n in model.nodes)
+    assert [n.name for n in model.nodes if n.name.startswith("while/")] == ["while/while"]
+
+
+def test_a_traced_step_gives_each_loop_its_iteration_count():
+    graph, x, p, out = control_flow_graph()
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph) as sess:
+        sess.run(out, {x: 2.0, p: True}, options=TRACE, run_metadata=meta)
+    assert gm.graph_model(graph, trace=meta).iterations == {"while/while": 5}
+    dot = render.graph_to_dot(graph, trace=meta)
+    assert 'label="while/while\\ntf.while_loop: body 5 ops\\n5 iterations in this step"' in dot
+
+
+def test_an_expanded_loop_draws_its_condition_and_body_in_boxes_tied_to_it():
+    graph, x, p, out = control_flow_graph()
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph) as sess:
+        sess.run(out, {x: 2.0, p: False}, options=TRACE, run_metadata=meta)
+    dot = render.graph_to_dot(graph, expanded=["while/while"], trace=meta)
+    body = cluster_nodes(dot, "body of while/while (ran 5 times in this step)")
+    assert {
+        f"while/while:body:{n}" for n in ("body/loop_var_1", "while/Mul", "while/Add_1", "captured/x")
+    } <= set(body)
+    assert "while/while:condition:while/Less" in cluster_nodes(dot, "condition of while/while")
+    assert 'label="Add_1\\nAdd\\n→ output 1"' in dot  # what the body gives back
+    assert '"while/while:body:while/Mul" -> "while/while:body:while/Add_1"' in dot
+    assert "graph [compound=true];" in dot and re.search(
+        r'"while/while" -> "while/while:body:[^"]+" \[lhead=', dot
+    )
+
+
+def test_expanding_a_loop_opens_the_scopes_it_is_in_and_scopes_count_their_loops():
+    graph = tf.Graph()
+    with graph.as_default():
+        m = tf.map_fn(lambda v: v * 2.0, tf.constant([1.0, 2.0, 3.0]))
+        tf.gradients(tf.reduce_sum(m), m)
+    assert "map/\\n7 ops · 1 loop" in render.graph_to_dot(graph)
+    dot = render.graph_to_dot(graph, expanded=["map/while/while"])
+    assert "map/while/while:body:map/while/Mul" in cluster_nodes(dot, "body of map/while/while")
+
+
+def test_a_loop_gradient_is_a_loop_too():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+        _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, 1.0])
+        tf.gradients(acc, x)
+    dot = render.graph_to_dot(graph, expanded=["gradients"])
+    assert "gradients/\\n" not in dot
+    assert re.search(r'label="…/while_grad/WhileGrad\\ngradient of loop while: body \d+ ops"', dot)
+    grad = "gradients/while/while_grad/WhileGrad"
+    assert cluster_nodes(render.graph_to_dot(graph, expanded=[grad]), f"gradient body of {grad}")
+
+
+def test_the_placed_view_counts_a_loops_iterations_on_its_task():
+    cluster = {"ps": [f"localhost:{free_port()}"], "worker": [f"localhost:{free_port()}"]}
+    servers = [Server(cluster, job_name=job, task_index=0) for job in cluster]
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device("/job:ps/task:0"):
+                x = tf.placeholder(tf.float32, [], name="x")
+                _, acc = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a + x), [0, 0.0])
+            with tf.device("/job:worker/task:0"):
+                out = tf.identity(acc, name="out")
+        meta = tf.RunMetadata()
+        with tf.Session(servers[-1].target, graph=graph) as sess:
+            sess.run(out, {x: 1.0}, options=TRACE, run_metadata=meta)
+    finally:
+        for server in servers:
+            server.stop()
+    dot = render.graph_to_dot(meta, expanded=["while/while"])
+    assert "tf.while_loop: body 3 ops\\n4 iterations in this step" in dot
+    assert "while/while:body:while/Add_1" in cluster_nodes(
+        dot, "body of while/while (ran 4 times in this step)"
+    )

@@ -53,6 +53,16 @@ def test_graph_view_controls_collapse_and_expand(traced):
     assert "model/MatMul" in view.dot_source and "gradients@/job:worker/task:0" in view.dot_source
 
 
+def test_graph_view_offers_each_loop_to_expand():
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
+    view = widgets.show_graph(graph)
+    assert ("while/while (loop body: 2 ops)", "while/while") in view.expand.options
+    view.expand.value = ("while/while",)
+    assert "body of while/while" in view.dot_source
+
+
 def test_graph_view_fetch_control_and_its_errors(traced):
     view = widgets.show_graph(traced.graph, collapse=False)
     view.fetch.value = "model/Mean"

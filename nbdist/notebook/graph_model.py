@@ -26,6 +26,7 @@ from nbdist.export.tf_protos import as_nbdist
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph import Operation, Tensor, graph_element
 from nbdist.graph.graph_def import node_def_of, nodes_from_graph_def
+from nbdist.notebook.graph_control_flow import loop_iterations
 
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 TRANSFER_OPS = frozenset({"_Send", "_Recv", "_ControlTrigger"})
@@ -168,14 +169,16 @@ class GraphModel:
         nodes: `NodeDef`s; ``mode`` is ``"requested"`` or ``"placed"``.
         task: node name -> task label (``""`` when no device was requested).
         transfer_bytes: rendezvous key -> bytes measured in a traced step.
+        iterations: loop op name -> iterations it ran in a traced step (`loop_iterations`).
     """
 
-    def __init__(self, nodes, mode, transfer_bytes=None):
+    def __init__(self, nodes, mode, transfer_bytes=None, iterations=None):
         self.nodes = list(nodes)
         self.mode = mode
         self.by_name = {n.name: n for n in self.nodes}
         self.task = {n.name: task_label(n.device) for n in self.nodes}
         self.transfer_bytes = dict(transfer_bytes or {})
+        self.iterations = dict(iterations or {})
         self._sends = {n.attr.get("key"): n.name for n in self.nodes if n.op == "_Send"}
 
     def tasks(self):
@@ -244,36 +247,46 @@ def fetch_graph(fetch):
     return graph_element(fetch).graph
 
 
-def graph_model(obj):
+def graph_model(obj, trace=None):
     """A `GraphModel` of a Graph, Session, Tensor/Operation, RunMetadata, GraphDef dict or ``trace``
     event; or of real TensorFlow's ``RunMetadata`` / ``GraphDef`` proto.
+
+    Args:
+        obj: what to draw.
+        trace: a traced step of that graph (a `tf.RunMetadata`, also of a local session, or a
+            ``trace`` event) whose loop iterations the view shows; a traced `obj` is its own.
 
     Raises:
         ValueError: a RunMetadata without partition graphs (not a traced distributed step).
         TypeError: anything else.
     """
     if isinstance(obj, GraphModel):
-        return obj
+        if trace is None:
+            return obj
+        iterations = {**obj.iterations, **loop_iterations(trace)}
+        return GraphModel(obj.nodes, obj.mode, obj.transfer_bytes, iterations)
     obj = as_nbdist(obj)
     if hasattr(obj, "partition_graphs") and hasattr(obj, "step_stats"):
         transfers = [getattr(d, "transfers", None) for d in obj.step_stats.dev_stats]
-        return _placed_model(obj.partition_graphs, transfers)
+        return _placed_model(obj.partition_graphs, transfers, loop_iterations(trace or obj))
     if isinstance(obj, dict) and obj.get("kind") == "trace":  # a task's traced step (`report_trace`)
         transfers = [d.get("transfers") for d in obj.get("dev_stats", [])]
-        return _placed_model(obj.get("partition_graphs"), transfers)
+        return _placed_model(obj.get("partition_graphs"), transfers, loop_iterations(trace or obj))
+    iterations = loop_iterations(trace)
     graph = obj if hasattr(obj, "get_operations") else getattr(obj, "graph", None)
     if graph is not None and hasattr(graph, "get_operations"):
-        return GraphModel([node_def_of(op) for op in graph.get_operations()], "requested")
+        return GraphModel([node_def_of(op) for op in graph.get_operations()], "requested", None, iterations)
     if isinstance(obj, dict) and "node" in obj:
         nodes = nodes_from_graph_def(obj)
-        return GraphModel(nodes, "placed" if any(n.op in TRANSFER_OPS for n in nodes) else "requested")
+        mode = "placed" if any(n.op in TRANSFER_OPS for n in nodes) else "requested"
+        return GraphModel(nodes, mode, None, iterations)
     raise TypeError(
         f"cannot draw {type(obj).__name__}: pass a tf.Graph, a tf.Session, a traced tf.RunMetadata, "
         "a GraphDef dict or a 'trace' event (or real TensorFlow's RunMetadata / GraphDef proto)"
     )
 
 
-def _placed_model(partition_graphs, transfers_per_task):
+def _placed_model(partition_graphs, transfers_per_task, iterations):
     parts = list(partition_graphs or [])
     if not parts:
         raise ValueError(
@@ -287,7 +300,7 @@ def _placed_model(partition_graphs, transfers_per_task):
         for t in transfers or []:
             if t.get("op") == "_Recv" or t.get("key") not in measured:
                 measured[t.get("key")] = t.get("bytes")
-    return GraphModel(nodes, "placed", measured)
+    return GraphModel(nodes, "placed", measured, iterations)
 
 
 # -- collapsing name scopes -------------------------------------------------------------------------
@@ -350,14 +363,27 @@ def _series_per_task(model, keys, expanded):
     return {(task, k): s for (task, s), ks in members.items() if len(ks) > 1 for k in ks}
 
 
+def open_scopes(model, expanded):
+    """`expanded` as a set, with the scopes each op it names is in (expanding a loop op, to
+    show its body, opens the scopes around it)."""
+    expanded = set(expanded)
+    for name in [e for e in expanded if e in model.by_name]:
+        parts = name.split("/")
+        expanded.update("/".join(parts[:k]) for k in range(1, len(parts)))
+    return expanded
+
+
 def display_groups(model, nodes, collapse, expanded):
     """How `nodes` are drawn: each alone, or (collapsing) in one group per scope/series and task.
+
+    `expanded` names scopes (or series) to open; naming an op (a loop, to show its body)
+    opens the scopes it is in.
 
     Returns:
         ``(node name -> display id, display id -> (task, scope or None, member NodeDefs))``.
         Collapsing drops the transfer ops: the renderer draws each flow as an edge instead.
     """
-    expanded = set(expanded)
+    expanded = open_scopes(model, expanded)
     scopes = scope_sizes(model, {n.name for n in nodes}) if collapse else {}
     keys = {n.name: _group_of(n.name, scopes, expanded) for n in nodes if n.op not in TRANSFER_OPS}
     series = _series_per_task(model, keys, expanded) if collapse else {}

@@ -12,10 +12,15 @@ second. `fit_to_width` shrinks a drawing to its box, never its text below `MIN_T
 
 import collections
 import html
+import itertools
 import re
 import shutil
 import subprocess
 
+from nbdist.notebook.dot_text import dot_attrs as _attrs
+from nbdist.notebook.dot_text import dot_quote as _q
+from nbdist.notebook.dot_text import padded_label as _padded
+from nbdist.notebook.graph_control_flow import body_size, loop_functions
 from nbdist.notebook.graph_model import (
     TRANSFER_COLOR,
     TRANSFER_OPS,
@@ -26,12 +31,14 @@ from nbdist.notebook.graph_model import (
     format_spec,
     graph_model,
     mix_colors,
+    open_scopes,
     split_fetch,
     task_color,
     task_label,
     task_sort_key,
     tint,
 )
+from nbdist.notebook.render_control_flow import ControlFlow, nested_lines
 
 COLLAPSE_ABOVE = 0  # ops; graphs with more start with their name scopes collapsed (so: every one)
 LABELLED_TRANSFERS_MAX = 40  # more task pairs than this keep their transfers' details in tooltips only
@@ -58,32 +65,6 @@ class GraphvizNotFoundError(RuntimeError):
 
 
 # -- DOT ----------------------------------------------------------------------------------------------
-def _q(text):
-    """A DOT double-quoted string; newlines become centred line breaks."""
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-class HtmlLabel(str):
-    """A DOT HTML-like label (written ``<...>``, not quoted)."""
-
-
-def _attrs(**kw):
-    """A DOT attribute list; ``class_`` may stand for ``class``."""
-    return "[" + ", ".join(f"{k.rstrip('_')}={_value(v)}" for k, v in kw.items()) + "]"
-
-
-def _value(v):
-    return f"<{v}>" if isinstance(v, HtmlLabel) else _q(v)
-
-
-def _padded(text):
-    """`text` as an HTML-like label with a margin of 2 points, so that the labels Graphviz places
-    side by side keep apart however the browser measures the font."""
-    lines = "<BR/>".join(html.escape(line) for line in text.split("\n"))
-    table = '<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2" CELLSPACING="0">'
-    return HtmlLabel(f"{table}<TR><TD>{lines}</TD></TR></TABLE>")
-
-
 _GRAPH = {
     "rankdir": "TB",
     "fontname": FONT,
@@ -123,6 +104,7 @@ _STYLES = {  # DOT attributes per kind of drawn node or edge (the SVG gets the c
     "op": {"class": "nbdist-op"},
     "variable": {"shape": "cylinder", "penwidth": 2, "class": "nbdist-variable"},
     "scope": {"shape": "box3d", "style": "filled", "class": "nbdist-scope"},
+    "loop": {"peripheries": 2, "penwidth": 1.2, "class": "nbdist-loop"},
     "transfer_op": {
         "shape": "cds",
         "fontsize": 10,
@@ -148,8 +130,9 @@ _STYLES = {  # DOT attributes per kind of drawn node or edge (the SVG gets the c
 }
 
 
-def _node_line(task, scope, group):
-    """The DOT attributes of one drawn node: an op, a variable, a collapsed scope or a transfer op."""
+def _node_line(task, scope, group, flow):
+    """The DOT attributes of one drawn node: an op, a variable, a collapsed scope, a transfer op or
+    a loop (`flow`: what the view knows of conds and loops, a `ControlFlow`)."""
     first, color = group[0], task_color(task)
     variables = [n for n in group if n.op in VARIABLE_OPS]
     if scope is not None:
@@ -159,7 +142,12 @@ def _node_line(task, scope, group):
             label = f"{scope}\nVariable {format_spec(*variables[0].output[0])}"
             return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["variable"])
         extra = f" · {len(variables)} variables" if variables else ""
-        label = f"{scope}{'' if scope.endswith(']') else '/'}\n{len(group)} ops{extra}"
+        what = f"{len(group)} ops"
+        if scope in flow.conds:
+            what = f"tf.cond: {what} (true/false branches)"
+        else:
+            extra += flow.inside(group)
+        label = f"{scope}{'' if scope.endswith(']') else '/'}\n{what}{extra}"
         return _attrs(label=label, fillcolor=color, tooltip=tip + "\n(expand it above)", **_STYLES["scope"])
     tip = f"{first.name} ({first.op})\n{first.device or 'no device requested'}"
     if first.output:
@@ -171,12 +159,15 @@ def _node_line(task, scope, group):
         word = {"_Send": "Send", "_Recv": "Recv", "_ControlTrigger": "trigger"}[first.op]
         tip += f"\nkey: {first.attr.get('key', '')}"
         return _attrs(label=word, fillcolor=color, tooltip=tip, **_STYLES["transfer_op"])
+    if body_size(first) is not None:
+        label = f"{_short(first.name)}\n{flow.loop_label(first)}"
+        return _attrs(label=label, fillcolor=color, tooltip=tip + "\n(expand it above)", **_STYLES["loop"])
     name = _short(first.name)
     label = first.op if name == first.op else f"{name}\n{first.op}"  # "Softmax" named after its type
     return _attrs(label=label, fillcolor=color, tooltip=tip, **_STYLES["op"])
 
 
-def _legend(title, tasks, mode, n_pairs, collapsed):
+def _legend(title, tasks, mode, n_pairs, collapsed, loops=False):
     """The graph's caption: `title` over two columns, the tasks' colours beside what each line and
     shape means (an HTML-like label above the drawing, where it takes no room from the layout)."""
     swatches = []
@@ -186,6 +177,8 @@ def _legend(title, tasks, mode, n_pairs, collapsed):
     keys = [("cylinder", "variable (state that lives on its task)")]
     if collapsed:
         keys.append(("3-D box", "collapsed name scope: N ops (expand above)"))
+    if loops:
+        keys.append(("double border", "loop: one op, its body runs per iteration (expand it above)"))
     red = f'<FONT COLOR="{TRANSFER_COLOR}">'
     if mode == "placed":
         keys.append((f"{red}<B>━━▶</B></FONT>", f"_Send → _Recv: a tensor crossing tasks ({n_pairs})"))
@@ -208,23 +201,33 @@ def _legend(title, tasks, mode, n_pairs, collapsed):
     return table + head + "".join(rows) + "</TABLE>"
 
 
-def graph_to_dot(obj, fetch=None, collapse=None, expanded=(), collapse_above=COLLAPSE_ABOVE, title=None):
+def graph_to_dot(
+    obj, fetch=None, collapse=None, expanded=(), collapse_above=COLLAPSE_ABOVE, title=None, trace=None
+):
     """DOT source of a graph: one box per task, coloured by task, with a legend.
+
+    A `tf.cond`'s scope, collapsed, says so; expanded, its true and false branches are boxes of
+    their own. A loop (`tf.while_loop`, ``map_fn``, ``scan``: one op) has a double border and
+    says how big its body is and, traced, how often it ran; expanded, its condition and body are
+    drawn in boxes beside it.
 
     Args:
         obj: anything `graph_model` takes (Graph, Session, RunMetadata, GraphDef) or a `GraphModel`.
         fetch: a Tensor, Operation or name (or a list): draw only the nodes it needs.
         collapse: draw each name scope as one node per task; None: when there are more
             than `collapse_above` ops.
-        expanded: scopes to open while collapsing (their sub-scopes stay collapsed).
+        expanded: scopes to open while collapsing (their sub-scopes stay collapsed), and loop ops
+            whose functions to draw (the scopes they are in open too).
         title: the graph's caption (default: says which view this is).
+        trace: a traced step of this graph (a `tf.RunMetadata`, also of a local session): each
+            loop says how many iterations it ran. A traced `obj` is its own.
 
     Returns:
         The DOT source (a str). In the placed view each ``_Send``/``_Recv`` pair is one red
         edge with class ``nbdist-transfer``, labelled with the tensor, dtype/shape and bytes.
     """
     obj, fetch = split_fetch(obj, fetch)
-    return _dot(graph_model(obj), fetch, collapse, expanded, collapse_above, title)[0]
+    return _dot(graph_model(obj, trace), fetch, collapse, expanded, collapse_above, title)[0]
 
 
 def _dot(model, fetch, collapse, expanded, collapse_above, title):
@@ -234,6 +237,7 @@ def _dot(model, fetch, collapse, expanded, collapse_above, title):
     if collapse is None:
         collapse = sum(n.op not in TRANSFER_OPS for n in nodes) > collapse_above
     id_of, boxes = display_groups(model, nodes, collapse, expanded)
+    flow = ControlFlow(model, nodes, collapse, open_scopes(model, expanded))
     kept = {n.name for n in nodes}
     pairs = [(s, r) for s, r in model.pairs() if s in kept and r in kept]
     tasks = sorted({t for t, _, _ in boxes.values()}, key=task_sort_key)
@@ -246,26 +250,34 @@ def _dot(model, fetch, collapse, expanded, collapse_above, title):
         if fetch is not None and not isinstance(fetch, (list, tuple, set)):
             title += f" — only what {fetch_name(fetch)} needs"
     scoped = any(scope for _, scope, _ in boxes.values())  # the legend explains 3-D boxes if any
+    loops = [
+        did for did, (_, scope, group) in boxes.items() if scope is None and body_size(group[0]) is not None
+    ]
+    functions = [f for did in loops if did in flow.expanded for _, f in loop_functions(boxes[did][2][0])]
     # Big graphs: cheaper crossing minimisation and ranking (seconds instead of minutes).
     fast = _FAST_LAYOUT if len(boxes) > FAST_LAYOUT_ABOVE else {}
     lines = [
         "digraph nbdist {",
         f"  graph {_attrs(**_GRAPH, **fast)};",
-        f"  graph [label=<{_legend(title, tasks, model.mode, len(pairs), scoped)}>];",
+        f"  graph [label=<{_legend(title, tasks, model.mode, len(pairs), scoped, bool(loops))}>];",
         f"  node {_attrs(**_NODE)};",
         f"  edge {_attrs(**_EDGE)};",
     ]
+    if functions:
+        lines.append("  graph [compound=true];")  # an edge may end at a box (a loop's body)
     for i, task in enumerate(tasks):
         color = task_color(task)
         name = task or ("no device requested" if model.mode == "requested" else "unplaced")
         box = _attrs(label=name, fillcolor=tint(color), color=mix_colors(color, "#000000", 0.25), **_TASK_BOX)
         lines.append(f"  subgraph cluster_{i} {{")
         lines.append(f"    graph {box};")
-        lines.extend(f"    {_q(did)} {_node_line(*b)};" for did, b in boxes.items() if b[0] == task)
+        members = [(flow.path(group), did) for did, (t, _, group) in boxes.items() if t == task]
+        names = map(f"cluster_{i}_{{}}".format, itertools.count())  # its inner boxes
+        nested_lines(names, members, boxes, flow, _node_line, "    ", lines)
         lines.append("  }")
     lines.extend(_edge_lines(model, nodes, id_of, pairs))
     lines.append("}")
-    return "\n".join(lines), len(boxes)
+    return "\n".join(lines), len(boxes) + sum(len(f.nodes) for f in functions)
 
 
 class Drawing:
@@ -275,7 +287,9 @@ class Drawing:
         self.source, self.svg, self.html, self.nodes = source, svg, html_text, nodes
 
 
-def draw_graph(obj, fetch=None, collapse=None, expanded=(), title=None, max_nodes=MAX_LAYOUT_NODES):
+def draw_graph(
+    obj, fetch=None, collapse=None, expanded=(), title=None, max_nodes=MAX_LAYOUT_NODES, trace=None
+):
     """Lays out `graph_to_dot`'s drawing, never raising for a missing or failing Graphviz.
 
     More than `max_nodes` drawn nodes are not laid out (Graphviz would need tens of seconds
@@ -285,7 +299,7 @@ def draw_graph(obj, fetch=None, collapse=None, expanded=(), title=None, max_node
         A `Drawing`; its ``html`` is the SVG, or install hints / the reason plus the DOT source.
     """
     obj, fetch = split_fetch(obj, fetch)
-    source, n = _dot(graph_model(obj), fetch, collapse, expanded, COLLAPSE_ABOVE, title)
+    source, n = _dot(graph_model(obj, trace), fetch, collapse, expanded, COLLAPSE_ABOVE, title)
     if n > max_nodes:
         why = (
             f"<b>{n} nodes are too many to lay out in about a second</b> (limit {max_nodes}): collapse name "

@@ -15,6 +15,7 @@ import html
 
 from nbdist.notebook import graph_model as gm
 from nbdist.notebook import render
+from nbdist.notebook.graph_control_flow import body_size
 from nbdist.notebook.widgets import StaticView, ipywidgets_or_none, static_bundle
 
 _w = ipywidgets_or_none()
@@ -66,13 +67,15 @@ class GraphView(_VBox):
         n_ops = sum(n.op not in gm.TRANSFER_OPS for n in self.model.nodes)
         auto = n_ops > render.COLLAPSE_ABOVE if collapse is None else bool(collapse)
         sizes = gm.collapsible_scopes(self.model)
+        loops = {n.name: body_size(n) for n in self.model.nodes if body_size(n) is not None}
         self._title = title
         self.header = _w.HTML()
         self.collapse = _w.Checkbox(value=auto, description="collapse name scopes", indent=False)
         self.fit = _w.Checkbox(value=True, description="fit to width", indent=False)
         self.expand = _w.SelectMultiple(
-            options=[(f"{s} ({n} ops)", s) for s, n in sorted(sizes.items()) if n > 1],
-            value=[s for s in expanded if sizes.get(s, 0) > 1],
+            options=[(f"{s} ({n} ops)", s) for s, n in sorted(sizes.items()) if n > 1]
+            + [(f"{name} (loop body: {n} ops)", name) for name, n in sorted(loops.items())],
+            value=[s for s in expanded if sizes.get(s, 0) > 1 or s in loops],
             rows=4,
             description="expand:",
             layout=_w.Layout(width="340px"),
