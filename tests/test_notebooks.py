@@ -146,6 +146,11 @@ SHOWN = {
         "<nbdist GraphView: placed, 125 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
         "<nbdist TimelineView: 2 tasks",
         "went down: True",
+        # is_training (tf.cond): per traced step, dropout ops on worker 0, Switch and AssignSub on the ps
+        "[worker:0] cnn_bn/bn1/moving_mean     on /job:ps/task:0",
+        "[worker:0] train_op, {is_training: True}                        12            6         2",
+        "[worker:0] accuracy, is_training left False                      0            0         0",
+        "[worker:0] train_op, is_training left False                      0            6         0",  # dead there
     ],
 }
 

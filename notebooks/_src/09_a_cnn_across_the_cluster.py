@@ -19,7 +19,8 @@ workers, exactly as in notebook 05.
 What to notice: the conv **kernels live on the ps** (`replica_device_setter` puts every
 variable there); the **activations never leave the worker** that computes them — what crosses
 the wire every step is the kernels going out and their **gradients** coming back; and the loss
-goes down on both workers at once."""
+goes down on both workers at once. At the end, the same CNN with batch norm gets an
+`is_training` switch (a `tf.cond`): one graph that trains and evaluates."""
 
 SETUP = """\
 %load_ext nbdist
@@ -185,6 +186,108 @@ for _ in range(100):   # the last reports may still be on their way (at most 5 s
     time.sleep(0.05)
 dash.stop()"""
 
+SWITCH_MD = """\
+## One graph for training and evaluation: `tf.cond`
+
+The CNN above has `training=True` written into its dropout, so every step drops a quarter of
+the features, even a step meant to measure the model. TF 1.x models take a **boolean tensor**
+instead: `is_training = tf.placeholder_with_default(False, [], name="is_training")`, passed as
+`training=is_training` to `tf.layers.dropout` and `tf.layers.batch_normalization`. Each of these
+layers then builds a `tf.cond`: dropout drops features or passes them through; batch norm
+normalizes with the batch's statistics and updates its moving averages, or normalizes with the
+moving averages as they are. One graph, and the feed decides: `{is_training: True}` to train,
+nothing to evaluate.
+
+Worker 0 alone (`--tasks 0`: one client is enough to see the switch) builds the CNN again with
+batch norm after the first convolution, trains it for 30 steps and measures it, before and
+after, on 500 images of worker 1's half, which it never trained on (`is_training` left False).
+As before, every variable goes to the ps, batch norm's `moving_mean` and `moving_variance` too,
+and so do the ops that update them (`AssignMovingAvg`, placed with its variable)."""
+
+SWITCH = """\
+%%dtf_worker --tasks 0
+sess.close()               # (the first CNN's session: this is a new graph)
+tf.reset_default_graph()
+tf.set_random_seed(0)
+with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=worker_device)):
+    is_training = tf.placeholder_with_default(False, [], name="is_training")
+    images = tf.placeholder(tf.float32, [None, 28, 28, 1], name="images")
+    labels = tf.placeholder(tf.int64, [None], name="labels")
+    with tf.variable_scope("cnn_bn"):
+        net = tf.layers.conv2d(images, 8, 5, padding="same", name="conv1")
+        net = tf.layers.batch_normalization(net, training=is_training, momentum=0.9,   # a tf.cond
+                                            name="bn1")   # (0.9: its moving averages settle in 30 steps)
+        net = tf.layers.max_pooling2d(tf.nn.relu(net), 2, 2, name="pool1")
+        net = tf.layers.conv2d(net, 16, 5, padding="same", activation=tf.nn.relu, name="conv2")
+        net = tf.layers.max_pooling2d(net, 2, 2, name="pool2")
+        net = tf.layers.flatten(net)
+        net = tf.layers.dropout(net, rate=0.25, training=is_training, name="dropout")  # a tf.cond
+        logits = tf.layers.dense(net, 10, name="logits")
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):   # the moving averages
+        train_op = tf.train.MomentumOptimizer(0.05, momentum=0.9).minimize(loss)    # (fast in 30 steps)
+
+X1, Y1 = mnist_shaped(2000, np.random.RandomState(0))
+held_out = {images: X1[1::2][:500], labels: Y1[1::2][:500]}   # worker 1's half: never trained on
+sess = tf.Session(server.target)
+sess.run(tf.global_variables_initializer())
+print(f"accuracy on 500 held-out images before training: {sess.run(accuracy, held_out):.2f}")
+for _ in range(30):
+    sess.run(train_op, {**feed(), is_training: True})        # feed() fills the new placeholders
+print(f"accuracy on 500 held-out images after 30 steps:  {sess.run(accuracy, held_out):.2f}")
+for v in tf.global_variables():
+    if "moving" in v.op.name:
+        print(f"{v.op.name:<26} on {v.device}")"""
+
+DEAD_MD = """\
+## What a step runs: Switch, Merge and dead tensors
+
+`tf.cond` is built as in TF 1.x, from two kinds of ops. A **Switch** passes its input to one of
+its two outputs, the one the predicate picks; the other output is **dead**, a tensor without a
+value. An op with a dead input does not run and its outputs are dead too, so the whole untaken
+branch is skipped; a **Merge** at the end passes on whichever of its inputs is alive. The
+branches' ops run where they were placed: batch norm's updates are on the ps, so the predicate
+is sent there, and when it is False the ps skips them and sends its dead result back to the
+worker as a flag, not a tensor.
+
+Worker 0 traces three steps and counts, per task, the ops of the branches that ran: a training
+step, an evaluation step, and the train op with `is_training` left False (how one fine-tunes
+with batch norm's statistics frozen: the weights change, the moving averages do not)."""
+
+DEAD = """\
+%%dtf_worker --tasks 0
+def ran_in(fetch, feed_dict):
+    \"\"\"(job, op name, op type) of every op that ran in a traced step.\"\"\"
+    metadata = tf.RunMetadata()
+    sess.run(fetch, feed_dict, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+             run_metadata=metadata)
+    return [(d.device.split("/replica")[0], s["node_name"], s["op"])
+            for d in metadata.step_stats.dev_stats for s in d.node_stats]
+
+steps = {
+    "train_op, {is_training: True}": ran_in(train_op, {**feed(), is_training: True}),
+    "accuracy, is_training left False": ran_in(accuracy, held_out),
+    "train_op, is_training left False": ran_in(train_op, feed()),
+}
+print(f"{'step':<33} {'worker 0: dropout ops':>21}   {'ps: Switch':>10} {'AssignSub':>9}")
+for step, ran in steps.items():
+    dropout = [op for job, name, op in ran
+               if name.startswith("cnn_bn/dropout/cond/dropout/") and op != "Switch"]   # (not the gate)
+    on_ps = [op for job, name, op in ran if job == "/job:ps"]
+    print(f"{step:<33} {len(dropout):>21}   {on_ps.count('Switch'):>10} {on_ps.count('AssignSub'):>9}")
+    if dropout:
+        print(f"{'':<4}(the dropout: {', '.join(sorted(set(dropout)))})")"""
+
+READ_MD = """\
+The training step ran the dropout's ops on worker 0 and both moving-average updates
+(`AssignSub`) on the ps. The evaluation step ran no dropout op, its Switch sent the features
+along the False side straight to the Merge, and nothing of the updates, which `accuracy` does
+not need. The third step shows a branch skipped on another task than the one that decided: the
+ps received the predicate and ran its Switches, but its `AssignSub`s had dead inputs and did not
+run, so the moving averages kept their values while the weights took a step."""
+
+
 RECAP = """\
 ## What you saw
 
@@ -194,6 +297,10 @@ RECAP = """\
   consumed on the worker; only the parameters (ps → worker) and their gradients (worker → ps)
   crossed the wire (`show_graph`, `show_timeline`).
 - **The loss went down** on both workers, updating the same kernels asynchronously.
+- **One graph for training and evaluation**: `is_training`, a `tf.placeholder_with_default`
+  False, as `training=` of dropout and batch norm; each builds a `tf.cond` from Switch and Merge
+  ops, and a step runs only the branch the feed picks, on whichever task its ops are: the
+  dropout on the worker, the moving-average updates on the ps.
 
 `benchmarks/bench_models.py` times this CNN against TensorFlow's runtime. Back to
 [00 · start here](00_start_here.ipynb) for the map of every notebook."""
@@ -229,6 +336,11 @@ def cells():
         code(DASH),
         code(TRAIN),
         code(AFTER_TRAIN),
+        md(SWITCH_MD),
+        code(SWITCH),
+        md(DEAD_MD),
+        code(DEAD),
+        md(READ_MD),
         md(RECAP),
         md(CLEANUP_MD),
         code(CLOSE),
