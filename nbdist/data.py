@@ -1,12 +1,12 @@
 """`tf.data`: `Dataset` and `Iterator` (TF 1.x), plus `tf.compat.v1.data`'s functions.
 
 See `nbdist.ops.dataset_ops` (pipelines as plain data) and `nbdist.ops.iterator_ops`
-(the iterator resource). `Dataset.map` and other Python-function transformations are
-not supported (they need function tracing).
+(the iterator resource). The functions of `map`, `filter`, `flat_map` and `interleave`
+are traced once into subgraphs.
 """
 
 from nbdist._facade import unsupported as _unsupported
-from nbdist.ops.dataset_ops import Dataset
+from nbdist.ops.dataset_ops import Dataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from nbdist.ops.iterator_ops import (
     Iterator,
     get_output_classes,
@@ -18,7 +18,10 @@ from nbdist.ops.iterator_ops import (
 
 __all__ = [
     "Dataset",
+    "FixedLengthRecordDataset",
     "Iterator",
+    "TFRecordDataset",
+    "TextLineDataset",
     "get_output_classes",
     "get_output_shapes",
     "get_output_types",

@@ -304,7 +304,7 @@ def test_a_variable_made_in_a_loop_body_is_refused(graph):
 
 def test_an_update_of_an_outer_variable_in_a_body_is_refused(graph):
     v = tf.Variable(0.0)
-    with pytest.raises(ValueError, match="do not update"):
+    with pytest.raises(ValueError, match="do not update them"):
         tf.while_loop(lambda i: i < 3, lambda i: tf.cast(tf.assign_add(v, 1.0), tf.int32) + i, [0])
 
 

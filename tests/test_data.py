@@ -110,15 +110,6 @@ def test_the_pipeline_travels_in_the_graph_def_as_plain_data():
     assert make["input"][1] == p.name
 
 
-def test_map_and_other_python_function_transformations_say_they_need_tracing():
-    ds = tf.data.Dataset.range(3)
-    for method in ("map", "filter", "flat_map", "interleave"):
-        with pytest.raises(
-            NotImplementedError, match=rf"Dataset\.{method} is not supported by nbdist: .*traced"
-        ):
-            getattr(ds, method)(lambda x: x)
-
-
 def test_batching_elements_of_different_shapes_names_the_node():
     tf.reset_default_graph()
     p = tf.placeholder(tf.float32, [None])

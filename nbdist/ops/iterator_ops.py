@@ -43,13 +43,18 @@ class IteratorResource:
         self.output_types = list(attrs["output_types"])
         self.lock = threading.Lock()
         self.elements = None
-        if "dataset" in attrs:  # a one-shot iterator starts itself
-            self.start(attrs["dataset"], attrs["leaves"], name)
+        # A one-shot iterator starts itself, at its first get_next (its functions run then).
+        self.pending = (attrs["dataset"], attrs["leaves"]) if "dataset" in attrs else None
 
-    def start(self, spec, leaves, node_name):
-        self.elements = dataset_runner.elements(spec, leaves, node_name)
+    def start(self, spec, leaves, node_name, run_function):
+        """Starts the pipeline `spec`; `run_function(subgraph, values)` runs its functions
+        (`StepContext.function_runner`)."""
+        self.pending = None
+        self.elements = dataset_runner.elements(spec, leaves, node_name, run_function)
 
-    def next(self, node):
+    def next(self, node, run_function):
+        if self.pending is not None:
+            self.start(*self.pending, self.name, run_function)
         if self.elements is None:
             raise errors.FailedPreconditionError(
                 node.name, None, f"{_NOT_INITIALIZED} (iterator {self.name!r} on {self.device})"
@@ -89,7 +94,7 @@ registry.no_gradient("MakeIterator")
 @registry.kernel("MakeIterator")
 def _make_iterator_kernel(ctx, node, iterator, *leaves):
     with iterator.lock:
-        iterator.start(node.attr["dataset"], leaves, node.name)
+        iterator.start(node.attr["dataset"], leaves, node.name, ctx.function_runner())
 
 
 registry.declare("IteratorGetNext", ref_inputs={0: "iterator"}, stateful=True)
@@ -104,7 +109,7 @@ def _get_next_shape(inputs, attrs):
 @registry.kernel("IteratorGetNext")
 def _get_next_kernel(ctx, node, iterator):
     with iterator.lock:
-        values = iterator.next(node)
+        values = iterator.next(node, ctx.function_runner())
     return values[0] if len(values) == 1 else values
 
 

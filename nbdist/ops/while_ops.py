@@ -162,9 +162,10 @@ def _trace(fn, graph, what, var_specs, names, returns_structure):
     return func, placeholders, result, flat
 
 
-def _check_stateless_refs(func, what):
-    """Refuses an op that updates a resource (a variable, a queue) made outside the function:
-    a captured tensor stands for a value, not for the resource itself."""
+def refuse_outer_resources(func, what):
+    """Refuses an op of function graph `func` that takes a resource (a variable it updates, a
+    queue) made outside the function: a captured tensor stands for a value, not for the
+    resource itself. `what` names the function (``"body of while loop 'while'"``)."""
     captured = {t.op.name for t in func.captures.values()}
     ops = {op.name for op in func.get_operations()} - captured
     for op in func.get_operations():
@@ -173,8 +174,9 @@ def _check_stateless_refs(func, what):
             if src not in ops:
                 raise ValueError(
                     f"{op.type} op {op.name!r} in the {what} uses the {kind.name} made by {src!r} "
-                    "outside the loop; nbdist's while_loop bodies read variables but do not update "
-                    "them (use the loop's variables to carry state)"
+                    "outside it; nbdist's functions (while_loop bodies, tf.data functions) read "
+                    "variables but do not update them or other resources (carry state in the "
+                    "loop's variables)"
                 )
 
 
@@ -242,7 +244,7 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
             for t in captures:
                 if t not in func.captures:
                     func.captures[t] = func.add_placeholder(t.dtype, t.shape, f"captured/{t.op.name}")
-            _check_stateless_refs(func, func.what)
+            refuse_outer_resources(func, func.what)
         body_outputs = [body_graph.capture(t) if t.graph is not body_graph else t for t in body_out]
         cond_def = SubgraphDef.of(
             cond_graph, [*cond_inputs, *(cond_graph.captures[t] for t in captures)], cond_out

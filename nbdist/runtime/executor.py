@@ -135,6 +135,26 @@ class StepContext:
             return self.cancelled
         return self.rendezvous.aborted(self.step_id) if self.rendezvous is not None else None
 
+    def function_runner(self):
+        """``run(subgraph, values) -> outputs``: runs a function (a `SubgraphDef`: a `tf.data`
+        pipeline's `map` function) on this task's resources, outside any step - an iterator
+        calls it from the steps that ask for its elements, long after the one that made it."""
+        resources, device, session = self.resources, self.device, self.session
+
+        def run(subgraph, values):
+            return plan_of(subgraph).run(StepContext(resources, device=device, session=session), values)
+
+        return run
+
+
+def plan_of(subgraph):
+    """The `ExecutionPlan` of a `SubgraphDef` (from its inputs to its outputs), compiled once
+    per process and kept with it."""
+    plan = subgraph.cache.get("plan")
+    if plan is None:
+        plan = subgraph.cache["plan"] = ExecutionPlan(subgraph.nodes, subgraph.inputs, subgraph.outputs)
+    return plan
+
 
 def check_fed_value(name, dtype, shape, value):
     """Checks a fed value that arrived over the wire (a client converts, so it must match exactly).

@@ -16,7 +16,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.ops import registry
 from nbdist.ops.while_ops import LOOP_OPS
-from nbdist.runtime.executor import ExecutionPlan, StepContext
+from nbdist.runtime.executor import StepContext, plan_of
 
 TRACED_ITERATIONS = 10  # a traced loop records its ops for this many iterations, then only spans
 TRACED_SPANS = 1000  # ...and one span per iteration up to this many
@@ -43,13 +43,6 @@ class _LoopStep(StepContext):
 
     def abort_error(self):
         return self.step.abort_error()
-
-
-def _plan(subgraph):
-    plan = subgraph.cache.get("plan")
-    if plan is None:
-        plan = subgraph.cache["plan"] = ExecutionPlan(subgraph.nodes, subgraph.inputs, subgraph.outputs)
-    return plan
 
 
 class _Iterations:
@@ -109,7 +102,7 @@ def _while_kernel(ctx, node, *inputs):
         limit = int(inputs[n_vars])
         first_capture += 1
     captures = list(inputs[first_capture:])
-    cond, body = _plan(attrs["cond"]), _plan(attrs["body"])
+    cond, body = plan_of(attrs["cond"]), plan_of(attrs["body"])
     history = [] if attrs["back_prop"] else None
     accumulated = [[] for _ in attrs["accumulated"]]
     loop = _Iterations(ctx, node, "while loop")
@@ -167,7 +160,7 @@ def _while_grad_kernel(ctx, node, record, *inputs):
     var_grads = list(inputs[n_caps : n_caps + n_var_grads])
     acc_grads = list(inputs[n_caps + n_var_grads :])
     capture_grads = [np.zeros_like(captures[i]) for i in attrs["diff_captures"]]
-    plan = _plan(attrs["body_grad"])
+    plan = plan_of(attrs["body_grad"])
     loop = _Iterations(ctx, node, "gradient of while loop")
     for j, k in enumerate(reversed(range(len(history)))):
         loop.check(j)
