@@ -8,7 +8,8 @@ An event file is ``logdir/events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``:
 plus the process id and a per-process count, so two writers on one directory (two tasks
 sharing a filesystem, a writer reopened in the same second) never truncate each other's
 file. Records are TF's framing (length, masked CRC-32C, data, masked CRC-32C) of ``Event``
-protobufs, written by tensorboardX's `EventsWriter` (a dependency of nbdist). Writes are
+protobufs (tensorboardX's classes), written by `nbdist.platform.tf_record` — the module
+behind `tf.python_io.TFRecordWriter` too — the first one the file version. Writes are
 synchronous into the file's buffer; the buffer reaches the disk on `flush`, every
 `max_queue` events, every `flush_secs` seconds (a background timer), on `close` and at the
 process' exit — so `flush` really means every event added so far is on disk (tensorboardX's
@@ -25,6 +26,7 @@ import errno
 import itertools
 import logging
 import os
+import socket
 import threading
 import time
 import weakref
@@ -33,6 +35,7 @@ import numpy as np
 
 from nbdist.graph.graph import get_default_graph
 from nbdist.ops import summary_protos
+from nbdist.platform import tf_record
 from nbdist.summary.graph_proto import graph_def_proto
 
 _log = logging.getLogger("nbdist")
@@ -93,16 +96,18 @@ class FileWriter:
 
     # -- the file ------------------------------------------------------------------------------------
     def _open(self):
-        from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 - on first use
-
         os.makedirs(self._logdir, exist_ok=True)
-        suffix = f".{os.getpid()}.{next(_file_numbers)}{self._filename_suffix}"
+        name = (
+            f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}"
+            f".{os.getpid()}.{next(_file_numbers)}{self._filename_suffix}"
+        )
         with self._lock:
-            self._writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
+            self._writer = tf_record.TFRecordWriter(os.path.join(self._logdir, name))
             self._unflushed = 0
             self._closed = False
             self._disk_full = False
             self._stop_flusher = threading.Event()
+            self._write(self._pb.Event(wall_time=time.time(), file_version="brain.Event:2"))
             self._flush_locked()  # the file exists (with its version record) from now on
         if self._flush_secs:
             threading.Thread(
@@ -119,7 +124,7 @@ class FileWriter:
     @property
     def path(self):
         """The event file being written (nbdist's addition; TF has no such property)."""
-        return self._writer._file_name
+        return self._writer.path
 
     def get_logdir(self):
         return self._logdir
@@ -131,13 +136,18 @@ class FileWriter:
             if self._closed or self._disk_full:
                 return
             try:
-                self._writer.write_event(event)
+                self._write(event)
             except OSError as e:
                 self._drop_events_if_disk_full(e)
                 return
             self._unflushed += 1
             if self._unflushed >= self._max_queue:
                 self._flush_locked()
+
+    def _write(self, event):
+        if not isinstance(event, self._pb.Event):
+            raise TypeError(f"add_event() takes an Event protobuf, got {type(event).__name__}")
+        self._writer.write(event.SerializeToString())
 
     def _add_event(self, event, step):
         event.wall_time = time.time()
@@ -215,7 +225,7 @@ class FileWriter:
         )
         self._disk_full = True
         with contextlib.suppress(OSError):  # the buffered bytes cannot reach the disk either
-            self._writer._py_recordio_writer.close()
+            self._writer.close()
 
     def flush(self):
         """Every event added so far is on disk when this returns (dropped on a full disk)."""
