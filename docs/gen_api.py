@@ -27,8 +27,11 @@ HEADER = """# Supported TensorFlow 1.x API
 `AttributeError` saying it is not supported (for example `tf.contrib`). Names behave as in
 TF 1.x unless `docs/architecture.md` says otherwise.
 
-Out of scope for this wave: `tf.estimator`, `tf.distribute`, and `tf.data`'s `map` of Python
-functions (it needs function tracing).
+Out of scope for this wave: `tf.estimator` and `tf.distribute`. `tf.data`'s `map`, `filter`,
+`flat_map` and `interleave` trace their function once into a subgraph (as TF 1.x does) that runs
+on the iterator's task; it may read outer tensors and variables (their values when the
+iterator starts), not update them. `prefetch` and `num_parallel_calls` are accepted (elements
+are made when asked for, one at a time); `cache(filename)` keeps the elements in memory.
 Control flow (`tf.cond`, `tf.case`, `tf.switch_case`, `tf.while_loop`, `tf.map_fn`, `tf.scan`,
 `tf.foldl`, `tf.foldr`) behaves as TF 1.x's, gradients included, with these differences
 (docs/architecture.md, "Control flow"): a `while_loop` runs whole on the task its op is placed
@@ -37,8 +40,7 @@ reads variables but does not update them or other resources (refused when it is 
 iterations run one after another (`parallel_iterations` and `swap_memory` are accepted and
 unused); a body with random ops and `back_prop=True` is refused (the gradient recomputes the
 body). A TF 1.x GraphDef's `tf.cond` imports; its `while_loop` (Enter/Exit frames) does not.
-`tf.data.Dataset.map`, `filter`, `flat_map`, `interleave` and `apply` raise `NotImplementedError`
-saying so; shuffled orders are nbdist's own (seeded, one permutation per epoch), not TF's.
+Shuffled orders are nbdist's own (seeded, one permutation per epoch), not TF's.
 `tf.app`, `tf.flags` (absl's flags, as in TF 1.x) and `tf.logging` are modules: every
 name of TF's is there.
 
