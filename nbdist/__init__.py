@@ -56,6 +56,7 @@ from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
+from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import state_ops as _state_ops
@@ -96,6 +97,7 @@ _export_all(
     _index_ops,
     _clip_ops,
     _parsing_ops,
+    _reader_ops,
     _slice_ops,
     exclude=_NOT_AT_TF,
 )

@@ -20,7 +20,14 @@ from nbdist.ops._shapes import int_tensor
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.shape_ops import get_static_value
 
-__all__ = ["get_seed", "random_normal", "random_uniform", "set_random_seed", "truncated_normal"]
+__all__ = [
+    "get_seed",
+    "random_normal",
+    "random_shuffle",
+    "random_uniform",
+    "set_random_seed",
+    "truncated_normal",
+]
 
 DEFAULT_GRAPH_SEED = 87654321  # TF's, used when only the op seed is set
 _MAXINT32 = 2**31 - 1
@@ -186,3 +193,28 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=Non
             return _random_op("RandomUniformInt", shape, None, seed, (minval, maxval), name=scope)
         rnd = _random_op("RandomUniform", shape, dtype, seed)
         return math_ops.add(rnd * (maxval - minval), minval, name=scope)
+
+
+registry.declare("RandomShuffle", stateful=True)
+registry.shape("RandomShuffle")(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+registry.no_gradient("RandomShuffle")
+
+
+@registry.kernel("RandomShuffle")
+def _random_shuffle_kernel(ctx, node, value):
+    seed, seed2 = node.attr["seed"], node.attr["seed2"]
+    state = ctx.resources.get_or_create(("", "rng", node.name), lambda: RandomState(seed, seed2))
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return value
+    with state.lock:
+        return value[state.generator.permutation(value.shape[0])]
+
+
+def random_shuffle(value, seed=None, name=None):
+    """`tf.random_shuffle`: `value` with its first dimension permuted (seeded as TF's ops, by
+    `get_seed`; the orders are numpy's, reproducible, not TF's)."""
+    value = convert_to_tensor(value, name="value")
+    seed1, seed2 = get_seed(seed)
+    attrs = {"seed": seed1 or 0, "seed2": seed2 or 0}
+    return registry.make_op("RandomShuffle", [value], attrs, name=name).outputs[0]

@@ -100,6 +100,21 @@ def _update_kernel(fn):
 registry.kernel("AssignAdd")(_update_kernel(np.add))
 registry.kernel("AssignSub")(_update_kernel(np.subtract))
 
+registry.declare("CountUpTo", ref_inputs=(0,), stateful=True)
+registry.shape("CountUpTo")(lambda inputs, attrs: [(inputs[0].dtype, TensorShape(()))])
+registry.no_gradient("CountUpTo")
+
+
+@registry.kernel("CountUpTo")
+def _count_up_to_kernel(ctx, node, ref):
+    # TF's rule: the value before the increment; OutOfRangeError once it reached the limit.
+    with ref.lock:
+        current = ref.read()
+        if current >= node.attr["limit"]:
+            raise errors.OutOfRangeError(node.name, None, f"Reached limit of {node.attr['limit']}")
+        ref.value = np.array(current + 1, dtype=current.dtype)
+        return np.array(current, copy=True)
+
 
 # -- Scatter family: writing some rows -------------------------------------------------------------
 def _scatter_shape(inputs, attrs):
@@ -211,6 +226,16 @@ def assign(ref, value, validate_shape=True, use_locking=None, name=None):
 
 def assign_add(ref, value, use_locking=None, name=None):
     return _ref_op("AssignAdd", ref, value, name)
+
+
+def count_up_to(ref, limit, name=None):
+    """`tf.count_up_to`: increments a scalar integer variable; returns its value before.
+
+    Raises (when run): `OutOfRangeError` once the variable has reached `limit`.
+    """
+    ref_t = _ref_tensor(ref)
+    with ref_t.graph.colocate_with(ref_t.op):
+        return registry.make_op("CountUpTo", [ref_t], {"limit": int(limit)}, name=name).outputs[0]
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
@@ -342,6 +367,9 @@ class Variable:
 
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return assign_sub(self, delta, name=name)
+
+    def count_up_to(self, limit):
+        return count_up_to(self, limit)
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
         """Adds an `IndexedSlices` to the rows it names (``ScatterAdd``)."""

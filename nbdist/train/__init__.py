@@ -29,6 +29,22 @@ from nbdist.train.checkpoint_management import (
 from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.gradient_descent import GradientDescentOptimizer
+from nbdist.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from nbdist.train.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
@@ -108,6 +124,8 @@ __all__ = [
     "WorkerSessionCreator",
     "add_queue_runner",
     "assert_global_step",
+    "batch",
+    "batch_join",
     "checkpoint_exists",
     "cosine_decay",
     "create_global_step",
@@ -118,14 +136,26 @@ __all__ = [
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
+    "limit_epochs",
+    "match_filenames_once",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
     "natural_exp_decay",
     "piecewise_constant",
     "polynomial_decay",
+    "range_input_producer",
     "remove_checkpoint",
     "replica_device_setter",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
     "start_queue_runners",
+    "string_input_producer",
     "update_checkpoint_state",
 ]
 
