@@ -5,6 +5,8 @@ at the same paths: ``tf.placeholder``, ``tf.nn.relu``, ``tf.train.Server``, ...
 A TF name nbdist does not support raises an `AttributeError` that says so.
 """
 
+import platform as _platform
+
 from nbdist import errors
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
@@ -16,6 +18,8 @@ from nbdist.graph.dtypes import (
     DType,
     as_dtype,
     bool,  # noqa: A004 - TF's public name tf.bool
+    complex64,
+    complex128,
     double,
     float16,
     float32,
@@ -27,6 +31,9 @@ from nbdist.graph.dtypes import (
     int64,
     string,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from nbdist.graph.graph import (
     Graph,
@@ -44,6 +51,7 @@ from nbdist.graph.graph import (
     name_scope,
     reset_default_graph,
 )
+from nbdist.graph.graph_def import GRAPH_DEF_VERSION as _GRAPH_DEF_VERSION
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
@@ -52,6 +60,7 @@ from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
+from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
@@ -96,6 +105,7 @@ _export_all(
     _accumulator_ops,
     _index_ops,
     _clip_ops,
+    _linalg_ops,
     _parsing_ops,
     _reader_ops,
     _slice_ops,
@@ -106,6 +116,11 @@ from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (a
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 
 __version__ = "0.1.0"
+# TF's version names, saying what this is: nbdist's version, built by this Python.
+VERSION = __version__
+GIT_VERSION = __git_version__ = f"nbdist-v{__version__}"
+COMPILER_VERSION = __compiler_version__ = f"CPython {_platform.python_version()}"
+GRAPH_DEF_VERSION = _GRAPH_DEF_VERSION
 
 
 # The notebook layer loads on first use, so `import nbdist` stays light (no IPython, no widgets).
