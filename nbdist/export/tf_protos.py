@@ -29,7 +29,12 @@ DTYPE_NAMES = {
     7: "string",
     9: "int64",
     10: "bool",
+    8: "complex64",
+    17: "uint16",
+    18: "complex128",
     19: "float16",
+    22: "uint32",
+    23: "uint64",
 }
 DTYPE_ENUMS = {name: enum for enum, name in DTYPE_NAMES.items()}
 _REF_OFFSET = 100

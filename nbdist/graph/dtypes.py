@@ -31,6 +31,19 @@ class DType:
         return self._np.kind in "iu"
 
     @property
+    def is_complex(self):
+        return self._np.kind == "c"
+
+    @property
+    def is_unsigned(self):
+        return self._np.kind in "ub"
+
+    @property
+    def real_dtype(self):
+        """float32 for complex64, float64 for complex128, itself otherwise (TF's)."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    @property
     def is_bool(self):
         return self._np.kind == "b"
 
@@ -63,6 +76,11 @@ int16 = DType("int16", np.int16)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)
+uint32 = DType("uint32", np.uint32)
+uint64 = DType("uint64", np.uint64)
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
 bool = DType("bool", np.bool_)  # noqa: A001 - TF's public name tf.bool
 string = DType("string", object)
 half = float16
@@ -71,8 +89,30 @@ double = float64
 # (nbdist.ops.while_ops), as TF's variant tensors hold lists.
 variant = DType("variant", object)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string)
-_BY_NAME = {d.name: d for d in _ALL} | {"half": float16, "double": float64, "variant": variant}
+_ALL = (
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    complex64,
+    complex128,
+    bool,
+    string,
+)
+# TF's other spellings: tf.placeholder("float", ...) is float32.
+_BY_NAME = {d.name: d for d in _ALL} | {
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "variant": variant,
+}
 _BY_NUMPY = {d.np: d for d in _ALL if d is not string}
 
 

@@ -77,3 +77,23 @@ def cast(x, dtype, name=None):
 
 def to_float(x, name="ToFloat"):
     return cast(x, _dtypes.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    return cast(x, _dtypes.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, _dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, _dtypes.int64, name=name)
+
+
+def to_complex64(x, name="ToComplex64"):
+    return cast(x, _dtypes.complex64, name=name)
+
+
+def to_complex128(x, name="ToComplex128"):
+    return cast(x, _dtypes.complex128, name=name)

@@ -27,7 +27,18 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import broadcast_shape
 from nbdist.ops.broadcast_ops import broadcast_to_like, sum_to_shape
-from nbdist.ops.cast_select_ops import cast, ones_like, to_float, where, zeros_like
+from nbdist.ops.cast_select_ops import (
+    cast,
+    ones_like,
+    to_complex64,
+    to_complex128,
+    to_double,
+    to_float,
+    to_int32,
+    to_int64,
+    where,
+    zeros_like,
+)
 from nbdist.ops.constant_op import convert_n, convert_to_tensor
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.unary_ops import (
@@ -58,6 +69,7 @@ __all__ += ["greater_equal", "less", "less_equal", "maximum", "minimum", "mod", 
 __all__ += ["pow", "range", "squared_difference", "subtract", "truediv"]
 __all__ += ["broadcast_to_like", "sum_to_shape"]  # broadcast_ops
 __all__ += ["cast", "ones_like", "to_float", "where", "zeros_like"]  # cast_select_ops
+__all__ += ["to_complex64", "to_complex128", "to_double", "to_int32", "to_int64"]
 __all__ += ["matmul"]  # matmul_ops
 __all__ += ["abs", "ceil", "cos", "exp", "floor", "identity", "log", "log1p", "negative"]  # unary_ops
 __all__ += ["reciprocal", "relu", "sigmoid", "sign", "sin", "softplus", "sqrt", "square", "stop_gradient"]
