@@ -58,6 +58,7 @@ from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import example_parsing_ops as _example_parsing_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import linalg_ops as _linalg_ops
@@ -68,6 +69,7 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
+from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
@@ -107,11 +109,13 @@ _export_all(
     _clip_ops,
     _linalg_ops,
     _parsing_ops,
+    _example_parsing_ops,
+    _sparse_tensor,
     _reader_ops,
     _slice_ops,
     exclude=_NOT_AT_TF,
 )
-from nbdist import data, layers, losses, metrics, nn, summary, train  # noqa: E402 - the namespaces use the names above
+from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above
 from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 

@@ -87,7 +87,9 @@ def _public_names(namespace):
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("path", ["", "nn", "train", "errors", "summary", "metrics", "losses", "layers"])
+@pytest.mark.parametrize(
+    "path", ["", "nn", "train", "errors", "summary", "metrics", "losses", "layers", "python_io", "sparse"]
+)
 def test_every_exported_name_exists_in_tensorflow(tf1, path):
     ours, theirs = tf, tf1
     for part in filter(None, path.split(".")):

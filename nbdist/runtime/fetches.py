@@ -1,8 +1,9 @@
 """Flattening `Session.run` fetches and feeds, and rebuilding the same structure.
 
-Fetches may be a tensor, op, variable, `IndexedSlices` or name, or any nesting of lists,
-tuples, namedtuples and dicts of them; results come back in the same structure. Ops
-(targets) come back as ``None``, an `IndexedSlices` as an `IndexedSlicesValue`.
+Fetches may be a tensor, op, variable, `IndexedSlices`, `SparseTensor` or name, or any
+nesting of lists, tuples, namedtuples and dicts of them; results come back in the same
+structure. Ops (targets) come back as ``None``, an `IndexedSlices` as an
+`IndexedSlicesValue`, a `SparseTensor` as a `SparseTensorValue`.
 """
 
 import collections
@@ -13,6 +14,7 @@ from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Operation, Tensor, graph_element
 from nbdist.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from nbdist.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
 
 class FetchMapper:
@@ -39,6 +41,8 @@ class FetchMapper:
         if isinstance(f, IndexedSlices):  # comes back as an IndexedSlicesValue, as in TF
             parts = [f.values, f.indices] + ([] if f.dense_shape is None else [f.dense_shape])
             return ("indexed_slices", [self._flatten(t) for t in parts])
+        if isinstance(f, SparseTensor):  # comes back as a SparseTensorValue, as in TF
+            return ("sparse_tensor", [self._flatten(t) for t in (f.indices, f.values, f.dense_shape)])
         try:
             element = self.graph.as_graph_element(f)
         except (TypeError, KeyError, ValueError) as e:
@@ -65,6 +69,8 @@ class FetchMapper:
         if kind == "indexed_slices":
             parts = [self._build(c, values) for c in s[1]]
             return IndexedSlicesValue(*parts, *([None] * (3 - len(parts))))
+        if kind == "sparse_tensor":
+            return SparseTensorValue(*[self._build(c, values) for c in s[1]])
         if kind == "defaultdict":
             return collections.defaultdict(s[1], ((k, self._build(c, values)) for k, c in s[2]))
         if kind == "namedtuple":

@@ -2,6 +2,17 @@
 the distributed runtime's entry points."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.example_protos import (
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
 from nbdist.train import in_graph  # nbdist addition: tf.train.in_graph.replicate, average_gradients
 from nbdist.train.adagrad import AdagradOptimizer
 from nbdist.train.adam import AdamOptimizer
@@ -84,14 +95,22 @@ from nbdist.train.training_util import (
 __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
+    "BytesList",
     "CheckpointSaverHook",
     "CheckpointSaverListener",
     "ChiefSessionCreator",
     "ClusterSpec",
     "Coordinator",
+    "Example",
     "ExponentialMovingAverage",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
     "FinalOpsHook",
+    "FloatList",
     "GradientDescentOptimizer",
+    "Int64List",
     "LoggingTensorHook",
     "LooperThread",
     "MomentumOptimizer",
@@ -107,6 +126,7 @@ __all__ = [
     "SaverDef",
     "Scaffold",
     "SecondOrStepTimer",
+    "SequenceExample",
     "Server",
     "ServerDef",
     "SessionCreator",
