@@ -530,6 +530,13 @@ def get_default_graph():
     return stack[-1] if stack else _global_default[0]
 
 
+def clear_default_graph_stack():
+    """Leaves every ``graph.as_default()`` block this thread entered and did not leave (an
+    `InteractiveSession` never closed): what TF's `tf.test.TestCase.setUp` does before
+    `reset_default_graph`, so one test's leftovers never fail the next."""
+    _default_stack().clear()
+
+
 def reset_default_graph():
     """Replaces the global default graph with a new, empty one.
 

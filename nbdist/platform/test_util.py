@@ -20,7 +20,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph.default_session import get_default_session
-from nbdist.graph.graph import Tensor, get_default_graph, reset_default_graph
+from nbdist.graph.graph import Tensor, clear_default_graph_stack, get_default_graph, reset_default_graph
 from nbdist.ops.random_ops import DEFAULT_GRAPH_SEED, set_random_seed
 from nbdist.runtime.session import Session
 
@@ -99,6 +99,7 @@ class TestCase(unittest.TestCase):
         self._clear_cached_session()
         random.seed(DEFAULT_GRAPH_SEED)
         np.random.seed(DEFAULT_GRAPH_SEED)
+        clear_default_graph_stack()  # an earlier test's InteractiveSession may have left its graph entered
         reset_default_graph()
         set_random_seed(DEFAULT_GRAPH_SEED)
 
