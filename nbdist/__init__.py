@@ -116,7 +116,7 @@ _export_all(
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.platform import app, flags, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.test
+from nbdist.platform import app, flags, gfile, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.gfile, tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 
 __version__ = "0.1.0"

@@ -24,6 +24,19 @@ def files(tmp_path_factory):
     with gzip.open(d / "one.csv.gz", "wb") as f:
         f.write(CSV.encode())
     (d / "fixed.bin").write_bytes(b"HEAD" + bytes(range(24)) + b"FOOT")
+    for kind in ("NONE", "GZIP"):  # TFRecord files of tf.train.Examples, written by nbdist
+        options = tf.python_io.TFRecordOptions(getattr(tf.python_io.TFRecordCompressionType, kind))
+        with tf.python_io.TFRecordWriter(str(d / f"examples-{kind}.tfrecord"), options) as writer:
+            for i in range(5):
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "x": tf.train.Feature(float_list=tf.train.FloatList(value=[i, i / 2])),
+                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2])),
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
     return d
 
 
@@ -67,11 +80,18 @@ def _pipelines(files):
         "fixed_length_records": lambda t: t.data.FixedLengthRecordDataset(
             str(files / "fixed.bin"), 8, header_bytes=4, footer_bytes=4
         ),
+        "tfrecord_examples": lambda t: t.data.TFRecordDataset(str(files / "examples-NONE.tfrecord")).map(
+            lambda r: t.parse_single_example(
+                r, {"x": t.FixedLenFeature([2], t.float32), "label": t.FixedLenFeature([], t.int64)}
+            )
+        ),
+        "tfrecord_gzip_batched": lambda t: (
+            t.data.TFRecordDataset([str(files / "examples-GZIP.tfrecord")] * 2, compression_type="GZIP")
+            .batch(3)
+            .map(lambda rs: t.parse_example(rs, {"x": t.FixedLenFeature([2], t.float32)})["x"])
+        ),
         "shuffle_free_pipeline": lambda t: (
-            t.data.Dataset.from_tensor_slices(ROWS)
-            .map(t.reduce_sum)
-            .filter(lambda s: s > 4.0)
-            .batch(2)
+            t.data.Dataset.from_tensor_slices(ROWS).map(t.reduce_sum).filter(lambda s: s > 4.0).batch(2)
         ),
     }
 
@@ -114,6 +134,8 @@ def _flat(value):
         "text_lines_csv",
         "text_lines_gzip",
         "fixed_length_records",
+        "tfrecord_examples",
+        "tfrecord_gzip_batched",
         "shuffle_free_pipeline",
     ],
 )

@@ -274,9 +274,8 @@ class _Runner:
 
         def records():
             for name in names:
-                with self.opened(name, compression) as f:
-                    for data in tf_record.read_records(f, name):
-                        yield (np.array(data, dtype=object),)
+                for data in tf_record.tf_record_iterator(name, compression or None):
+                    yield (np.array(data, dtype=object),)
 
         return records
 
