@@ -45,7 +45,12 @@ class FetchMapper:
             return ("sparse_tensor", [self._flatten(t) for t in (f.indices, f.values, f.dense_shape)])
         try:
             element = self.graph.as_graph_element(f)
-        except (TypeError, KeyError, ValueError) as e:
+        except KeyError as e:  # a name not in the graph: TF's Session.run says ValueError, for every form
+            reason = e.args[0] if e.args else e
+            raise ValueError(
+                f'Argument `fetch` = {f} cannot be interpreted as a Tensor. ("{reason}")'
+            ) from None
+        except (TypeError, ValueError) as e:
             raise type(e)(f"Session.run: cannot interpret fetch {f!r}: {e}") from None
         if isinstance(element, Operation):
             if element not in self._index:
