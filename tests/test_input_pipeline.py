@@ -106,11 +106,18 @@ def test_shuffle_batch_gives_every_record_once_per_epoch(csv_files):
     assert seen != sorted(seen)
 
 
-def test_fixed_length_whole_file_and_identity_readers_equal_tensorflow(tf1, tmp_path):
+def test_fixed_length_tfrecord_whole_file_and_identity_readers_equal_tensorflow(tf1, tmp_path):
     data = tmp_path / "f.bin"
     data.write_bytes(bytes(range(23)))
     text = tmp_path / "t.txt"
     text.write_bytes(b"h\n1,2\r\n\n3,4")
+    records = tmp_path / "r.tfrecord"
+    gzipped = tmp_path / "r.tfrecord.gz"
+    for path, kind in ((records, "NONE"), (gzipped, "GZIP")):
+        options = nbdist.python_io.TFRecordOptions(getattr(nbdist.python_io.TFRecordCompressionType, kind))
+        with nbdist.python_io.TFRecordWriter(str(path), options) as writer:
+            for payload in (b"first", b"", b"third record"):
+                writer.write(payload)
 
     def build(tf):
         out = {}
@@ -121,6 +128,14 @@ def test_fixed_length_whole_file_and_identity_readers_equal_tensorflow(tf1, tmp_
             ("whole", tf.WholeFileReader(), [text, data]),
             ("identity", tf.IdentityReader(), [text, data]),
             ("text", tf.TextLineReader(), [text]),
+            ("tfrecord", tf.TFRecordReader(), [records, records]),
+            (
+                "tfrecord_gzip",
+                tf.TFRecordReader(
+                    options=tf.python_io.TFRecordOptions(tf.python_io.TFRecordCompressionType.GZIP)
+                ),
+                [gzipped],
+            ),
         ):
             queue = tf.FIFOQueue(4, tf.string, shapes=[[]])
             init = queue.enqueue_many([[str(f) for f in files]])

@@ -34,6 +34,7 @@ __all__ = ["TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "tf_r
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 _HEADER_BYTES = _LENGTH.size + _CRC.size
+RECORD_OVERHEAD_BYTES = _HEADER_BYTES + _CRC.size  # a record's framing: length, its CRC, the data's CRC
 _MASK_DELTA = 0xA282EAD8
 _READ_CHUNK_BYTES = 256 * 1024
 
