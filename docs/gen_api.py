@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 import nbdist as tf  # noqa: E402 - after the path set-up, so the checkout's nbdist is documented
 
 OUT = ROOT / "docs" / "api.md"
-NAMESPACES = ("", "nn", "train", "errors", "summary", "test", "data", "metrics", "losses", "layers")
+NAMESPACES = ("", "nn", "train", "errors", "summary", "test", "data", "metrics", "losses", "layers", "python_io", "sparse", "gfile")
 
 HEADER = """# Supported TensorFlow 1.x API
 
