@@ -1,5 +1,5 @@
-"""`train_scripts/csv_queue_replica.py` (string_input_producer + TextLineReader + decode_csv +
-shuffle_batch feeding a linear model on a ps, asynchronous between-graph training, TF's
+"""`train_scripts/csv_queue_replica.py` (string_input_producer + TextLineReader + decode_csv, or
+TFRecordReader + parse_single_example of `tf.train.Example`s, + shuffle_batch feeding a linear model on a ps, asynchronous between-graph training, TF's
 Coordinator loop ending at num_epochs) as a ps and two workers, each its own process, under
 nbdist and real TF (``--tf``: the import line is the only difference).
 
@@ -27,7 +27,7 @@ SCRIPT = Path(__file__).parent / "train_scripts" / "csv_queue_replica.py"
 TIMEOUT_S = {"nbdist": 60, "tf": 120}
 
 
-def _run(lib, tmp_path):
+def _run(lib, tmp_path, data_format):
     """Runs the ps and two workers; ``{task: (returncode or None if killed, stdout, stderr)}``."""
     hosts = [
         f"--ps_hosts=localhost:{free_port()}",
@@ -35,7 +35,7 @@ def _run(lib, tmp_path):
     ]
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    data_dir = tmp_path / lib
+    data_dir = tmp_path / f"{lib}-{data_format}"
     data_dir.mkdir()
     procs, files = {}, []
     try:
@@ -43,7 +43,7 @@ def _run(lib, tmp_path):
             out, err = (open(data_dir / f"{name}.{k}", "w") for k in ("out", "err"))  # noqa: SIM115
             files += [out, err]
             argv = [sys.executable, str(SCRIPT), *hosts, f"--job_name={job}", f"--task_index={i}"]
-            argv += [f"--data_dir={data_dir}", *(["--tf"] if lib == "tf" else [])]
+            argv += [f"--data_dir={data_dir}", f"--format={data_format}", *(["--tf"] if lib == "tf" else [])]
             procs[name] = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         deadline = time.monotonic() + TIMEOUT_S[lib]
         codes = {}
@@ -78,9 +78,10 @@ def _check(results, lib):
     return reports
 
 
-def test_csv_queue_pipeline_trains_under_nbdist_and_tensorflow(tmp_path):
-    ours = _check(_run("nbdist", tmp_path), "nbdist")
+@pytest.mark.parametrize("data_format", ["csv", "tfrecord"])
+def test_queue_pipeline_trains_under_nbdist_and_tensorflow(tmp_path, data_format):
+    ours = _check(_run("nbdist", tmp_path, data_format), "nbdist")
     if importlib.util.find_spec("tensorflow") is None:
         pytest.skip("tensorflow is not installed: nbdist's half ran, the real-TF comparison did not")
-    theirs = _check(_run("tf", tmp_path), "tf")
+    theirs = _check(_run("tf", tmp_path, data_format), "tf")
     print(f"nbdist {ours}\ntf {theirs}")  # shown with pytest -s

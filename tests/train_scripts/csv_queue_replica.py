@@ -5,7 +5,9 @@ files (``x0,x1,x2,y`` with ``y = x . TRUE_W + 1``, a header line) into ``--data_
 reads them on its own device: `tf.train.string_input_producer(num_epochs=...)` ->
 `tf.TextLineReader(skip_header_lines=1)` -> `tf.decode_csv` -> `tf.train.shuffle_batch`, and
 fits a linear model whose variables live on the ps (`replica_device_setter`), asynchronously
-(between-graph replication). The loop is TF's standard one: a `Coordinator`,
+(between-graph replication). With ``--format=tfrecord`` the files are TFRecord files of
+`tf.train.Example`s (written with `tf.python_io.TFRecordWriter`), read with `tf.TFRecordReader`
+and `tf.parse_single_example` instead. The loop is TF's standard one: a `Coordinator`,
 `start_queue_runners`, ``while not coord.should_stop(): sess.run(train_op)`` until the input
 ends with `OutOfRangeError` after ``--num_epochs``. Each worker prints one JSON line.
 
@@ -39,6 +41,9 @@ flags.DEFINE_integer("task_index", 0, "Index of task within the job")
 flags.DEFINE_string("data_dir", "", "Where each worker writes its CSV files")
 flags.DEFINE_integer("num_epochs", 3, "Passes over the files")
 flags.DEFINE_integer("batch_size", 8, "Records per batch")
+flags.DEFINE_string(
+    "format", "csv", "csv (TextLineReader + decode_csv) or tfrecord (TFRecordReader + Example)"
+)
 FLAGS = flags.FLAGS
 
 TRUE_W = np.array([[2.0], [-1.0], [0.5]], np.float32)
@@ -59,6 +64,40 @@ def write_csv_files(task_index):
     return paths
 
 
+def write_tfrecord_files(task_index):
+    """The same rows as `write_csv_files`, as `tf.train.Example`s in TFRecord files."""
+    rng = np.random.RandomState(10 + task_index)
+    paths = []
+    for f in range(FILES):
+        xs = rng.uniform(-1, 1, size=(ROWS, 3)).astype(np.float32)
+        ys = xs @ TRUE_W + 1.0
+        path = os.path.join(FLAGS.data_dir, f"worker{task_index}_part{f}.tfrecord")
+        with tf.python_io.TFRecordWriter(path) as writer:
+            for x, y in zip(xs, ys):
+                feature = {
+                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=x.tolist())),
+                    "y": tf.train.Feature(float_list=tf.train.FloatList(value=y.tolist())),
+                }
+                writer.write(
+                    tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+                )
+        paths.append(path)
+    return paths
+
+
+def read_record(filenames):
+    """One (features [3], label [1]) record of the files the `filenames` queue names."""
+    if FLAGS.format == "tfrecord":
+        _, serialized = tf.TFRecordReader().read(filenames)
+        parsed = tf.parse_single_example(
+            serialized, {"x": tf.FixedLenFeature([3], tf.float32), "y": tf.FixedLenFeature([1], tf.float32)}
+        )
+        return parsed["x"], parsed["y"]
+    _, line = tf.TextLineReader(skip_header_lines=1).read(filenames)
+    x0, x1, x2, y = tf.decode_csv(line, [[0.0], [0.0], [0.0], [0.0]])
+    return tf.stack([x0, x1, x2]), tf.expand_dims(y, 0)
+
+
 def main(_):
     cluster = tf.train.ClusterSpec({"ps": FLAGS.ps_hosts.split(","), "worker": FLAGS.worker_hosts.split(",")})
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{FLAGS.task_index}"])
@@ -70,13 +109,12 @@ def main(_):
     worker = f"/job:worker/task:{FLAGS.task_index}"
 
     with tf.device(worker):  # the input pipeline runs where the files are
+        write = write_tfrecord_files if FLAGS.format == "tfrecord" else write_csv_files
         filenames = tf.train.string_input_producer(
-            write_csv_files(FLAGS.task_index), num_epochs=FLAGS.num_epochs, seed=FLAGS.task_index + 1
+            write(FLAGS.task_index), num_epochs=FLAGS.num_epochs, seed=FLAGS.task_index + 1
         )
-        _, line = tf.TextLineReader(skip_header_lines=1).read(filenames)
-        x0, x1, x2, y = tf.decode_csv(line, [[0.0], [0.0], [0.0], [0.0]])
         features, label = tf.train.shuffle_batch(
-            [tf.stack([x0, x1, x2]), tf.expand_dims(y, 0)],
+            list(read_record(filenames)),
             batch_size=FLAGS.batch_size,
             capacity=40,
             min_after_dequeue=10,
