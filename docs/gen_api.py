@@ -9,7 +9,9 @@ Each namespace lists its ``__all__`` when it has one (so lazily loaded names suc
 
 import argparse
 import inspect
+import os
 import pathlib
+import re
 import sys
 import types
 
@@ -19,7 +21,57 @@ sys.path.insert(0, str(ROOT))
 import nbdist as tf  # noqa: E402 - after the path set-up, so the checkout's nbdist is documented
 
 OUT = ROOT / "docs" / "api.md"
-NAMESPACES = ("", "nn", "train", "errors", "summary", "test", "data", "metrics", "losses", "layers", "python_io", "sparse", "gfile")
+TESTS = ROOT / "tests"
+# The modules of tensorflow.compat.v1 the coverage table counts (issue 32's list).
+COVERAGE = (
+    "",
+    "nn",
+    "train",
+    "layers",
+    "losses",
+    "metrics",
+    "data",
+    "math",
+    "linalg",
+    "random",
+    "initializers",
+    "image",
+    "io",
+    "gfile",
+    "summary",
+    "test",
+    "sparse",
+    "strings",
+)
+# Names nbdist leaves out on purpose; they stay in the denominator.
+EXCLUDED = {
+    "GPU, TPU or XLA only": re.compile(r"(?i)gpu|tpu|cuda|xla|mlir|device_placement_logging"),
+    "TF 2 behaviours (nbdist is TF 1.x; the disable_* switches are no-ops)": re.compile(
+        r"^enable_(v2|eager|control_flow_v2|tensor_equality|resource_variables|v2_behavior|v2_tensorshape)"
+    ),
+}
+COVERAGE_START = "<!-- coverage table: docs/gen_api.py writes it when TensorFlow is importable -->"
+COVERAGE_END = "<!-- end of the coverage table -->"
+NAMESPACES = (
+    "",
+    "nn",
+    "train",
+    "errors",
+    "summary",
+    "test",
+    "data",
+    "metrics",
+    "losses",
+    "layers",
+    "python_io",
+    "sparse",
+    "gfile",
+    "math",
+    "linalg",
+    "random",
+    "initializers",
+    "io",
+)
 
 HEADER = """# Supported TensorFlow 1.x API
 
@@ -115,8 +167,101 @@ def _signature(obj):
     return f"`{sig}`" if len(sig) <= 80 else f"`{sig[:77]}...`"
 
 
+def _module(root, path):
+    module = root
+    for part in filter(None, path.split(".")):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module
+
+
+def _tested(prefix, name, text):
+    """Whether some test calls ``<lib>.<prefix><name>`` (``tf.nn.relu``, ``t.nn.relu``, ...), or
+    ``<module>.<name>`` for a module whose name no standard module has (``gfile.Exists``)."""
+    pattern = r"\b(?:tf|t|lib|tf1|nbdist)\." + re.escape(prefix) + re.escape(name) + r"\b"
+    last = prefix.rstrip(".").rpartition(".")[2]
+    if last and last not in sys.stdlib_module_names:
+        pattern += r"|\b" + re.escape(last) + r"\." + re.escape(name) + r"\b"
+    return re.search(pattern, text) is not None
+
+
+def coverage_table():
+    """The Markdown coverage table against ``tensorflow.compat.v1``, or None without TensorFlow.
+
+    A name counts when ``import nbdist as tf`` has it at the same path and a test under
+    tests/ spells a call of it (``tf.<module>.<name>``, or ``t.``/``lib.``/``tf1.`` for the
+    parity tests' library); a name that only raises counts for nothing.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    try:
+        import tensorflow  # noqa: PLC0415 - only to count its names
+    except ImportError:
+        return None
+    tf1 = tensorflow.compat.v1
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(TESTS.rglob("*.py")))
+    rows, total, excluded = [], [0, 0, 0], {reason: [] for reason in EXCLUDED}
+    for path in COVERAGE:
+        theirs, ours = _module(tf1, path), _module(tf, path)
+        names = sorted(
+            n
+            for n in dir(theirs)
+            if not n.startswith("_") and not isinstance(getattr(theirs, n, None), types.ModuleType)
+        )
+        prefix = f"{path}." if path else ""
+        has = [n for n in names if ours is not None and _has(ours, n)]
+        tested = [n for n in has if _tested(prefix, n, text)]
+        for n in names:
+            for reason, pattern in EXCLUDED.items():
+                if pattern.search(n) and n not in has:
+                    excluded[reason].append(f"tf.{prefix}{n}")
+        share = 100 * len(tested) / max(len(names), 1)
+        rows.append(f"| `tf.{prefix}*` | {len(names)} | {len(has)} | {len(tested)} | {share:.0f}% |")
+        for i, v in enumerate((len(names), len(has), len(tested))):
+            total[i] += v
+    out = [
+        COVERAGE_START,
+        f"\n## Coverage of `tensorflow.compat.v1` {tensorflow.__version__}\n",
+        "Public names (not modules) of each module; *nbdist has* the same path; *tested* a test",
+        "under tests/ calls it (`tf.<module>.<name>`, or `t.` / `lib.` / `tf1.` in the parity",
+        "tests). Excluded names stay in the denominator.\n",
+        "| module | TF names | nbdist has | tested | tested / TF |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        f"| **pooled** | {total[0]} | {total[1]} | {total[2]} | **{100 * total[2] / total[0]:.0f}%** |",
+        "",
+    ]
+    for reason, names in excluded.items():
+        out.append(f"Excluded, {reason}: {', '.join(f'`{n}`' for n in names) or 'none'}.\n")
+    out.append(COVERAGE_END)
+    return "\n".join(out)
+
+
+def _has(module, name):
+    try:
+        getattr(module, name)
+    except (AttributeError, NotImplementedError):
+        return False
+    return True
+
+
+def _committed_coverage():
+    """The coverage table in the committed docs/api.md (kept when TensorFlow is missing)."""
+    if not OUT.exists():
+        return None
+    text = OUT.read_text(encoding="utf-8")
+    start, end = text.find(COVERAGE_START), text.find(COVERAGE_END)
+    if start < 0 or end < 0:
+        return None
+    return text[start : end + len(COVERAGE_END)]
+
+
 def render():
     parts = [HEADER]
+    table = coverage_table() or _committed_coverage()
+    if table:
+        parts.append(table)
     for ns in NAMESPACES:
         module = tf
         for part in filter(None, ns.split(".")):

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from nbdist import errors
+from nbdist import errors, file_errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
@@ -41,6 +41,8 @@ __all__ = [
     "TextLineReader",
     "WholeFileReader",
     "matching_files",
+    "read_file",
+    "write_file",
 ]
 
 
@@ -429,3 +431,53 @@ def matching_files(pattern, name=None):
     """`tf.matching_files`: the files matching a glob pattern (or a 1-D tensor of them), sorted."""
     pattern = convert_to_tensor(pattern, dtype=_dtypes.string, name="pattern")
     return registry.make_op("MatchingFiles", [pattern], name=name or "MatchingFiles").outputs[0]
+
+
+# -- tf.read_file / tf.write_file -------------------------------------------------------------------
+registry.declare("ReadFile", stateful=True)
+registry.shape("ReadFile")(lambda inputs, attrs: [(_dtypes.string, TensorShape([]))])
+registry.no_gradient("ReadFile")
+registry.declare("WriteFile", stateful=True)
+registry.shape("WriteFile")(lambda inputs, attrs: [])
+registry.no_gradient("WriteFile")
+
+
+def _path(value):
+    value = np.asarray(value, dtype=object).item()
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@registry.kernel("ReadFile")
+def _read_file_kernel(ctx, node, filename):
+    path = _path(filename)
+    try:
+        with open(path, "rb") as f:
+            return np.array(f.read(), dtype=object)
+    except OSError as e:
+        raise file_errors.from_os_error(e, node.name, None, f"cannot read {path!r}") from None
+
+
+@registry.kernel("WriteFile")
+def _write_file_kernel(ctx, node, filename, contents):
+    path = _path(filename)
+    data = np.asarray(contents, dtype=object).item()
+    try:
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else str(data).encode())
+    except OSError as e:
+        raise file_errors.from_os_error(e, node.name, None, f"cannot write {path!r}") from None
+
+
+def read_file(filename, name=None):
+    """`tf.read_file` (`tf.io.read_file`): the bytes of the file `filename`, on the task running it."""
+    filename = convert_to_tensor(filename, dtype=_dtypes.string, name="filename")
+    return registry.make_op("ReadFile", [filename], name=name or "ReadFile").outputs[0]
+
+
+def write_file(filename, contents, name=None):
+    """`tf.write_file` (`tf.io.write_file`): an op writing the string `contents` to `filename`."""
+    inputs = [
+        convert_to_tensor(filename, dtype=_dtypes.string, name="filename"),
+        convert_to_tensor(contents, dtype=_dtypes.string, name="contents"),
+    ]
+    return registry.make_op("WriteFile", inputs, name=name or "WriteFile")

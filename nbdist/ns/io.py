@@ -1,0 +1,69 @@
+"""`tf.io`: reading and parsing data - `parse_example`, `decode_raw`, `decode_csv`, TFRecord files,
+`read_file` / `write_file`, `matching_files`, queues - under TF's `tf.io` paths; `tf.io.gfile` is
+`tf.gfile` under TF 2's lower-case names."""
+
+import types as _types
+
+from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.example_parsing_ops import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    VarLenFeature,
+    decode_raw,
+    parse_example,
+    parse_single_example,
+)
+from nbdist.ops.parsing_ops import decode_csv
+from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
+from nbdist.ops.reader_ops import matching_files, read_file, write_file
+from nbdist.platform import gfile as _gfile
+from nbdist.platform.tf_record import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
+from nbdist.train.input import match_filenames_once
+
+# tf.io.gfile: TF 2's names for tf.gfile's functions.
+gfile = _types.ModuleType("nbdist.io.gfile", "`tf.io.gfile`: `tf.gfile` under TF 2's lower-case names.")
+for _tf2, _tf1 in {
+    "GFile": "GFile",
+    "copy": "Copy",
+    "exists": "Exists",
+    "glob": "Glob",
+    "isdir": "IsDirectory",
+    "listdir": "ListDirectory",
+    "makedirs": "MakeDirs",
+    "mkdir": "MkDir",
+    "remove": "Remove",
+    "rename": "Rename",
+    "rmtree": "DeleteRecursively",
+    "stat": "Stat",
+    "walk": "Walk",
+}.items():
+    setattr(gfile, _tf2, getattr(_gfile, _tf1))
+
+__all__ = [
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "QueueBase",
+    "RandomShuffleQueue",
+    "TFRecordCompressionType",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "VarLenFeature",
+    "decode_csv",
+    "decode_raw",
+    "match_filenames_once",
+    "matching_files",
+    "parse_example",
+    "parse_single_example",
+    "read_file",
+    "tf_record_iterator",
+    "write_file",
+]
+
+
+def __getattr__(name):
+    return _unsupported("tf.io", name)
