@@ -124,6 +124,11 @@ SHOWN = {
         "33,288 bytes moved",  # the 1,000-row table crosses the wire every step (32 KB)...
         "16,001,288 bytes moved",  # ...and so does the 500,000-row one (16 MB)
         "2,568 bytes moved",  # embedding_lookup on the ps: only the rows cross
+        "[worker:0] iterator on /job:worker/task:0, w on /job:ps/task:0",  # each worker's own pipeline
+        "[worker:0] 20 steps read 1280 records: 200 different ids, every id % 2 == 0: True",  # disjoint
+        "[worker:1] 20 steps read 1280 records: 200 different ids, every id % 2 == 1: True",  # shards
+        "worker 0's traced step: IteratorGetNext took ",  # the dequeue, on worker 0's timeline
+        "the model's 29 other ops ",
     ],
     "08_faults_and_recovery.ipynb": [
         "UnavailableError: the master /job:worker/task:0 at localhost:",

@@ -18,12 +18,14 @@ slow, the question is *which* of these took the time. TensorFlow answers it with
 run_metadata=md)` fills `md.step_stats` with every op's start and end on every task.
 
 This notebook traces one training step, draws it on a timeline, adds up where its time went,
-writes it as a Chrome trace, and then shows what happens to a step when the ps holds a
-**big variable**."""
+writes it as a Chrome trace, shows what happens to a step when the ps holds a **big
+variable**, and ends with two workers reading their shards of a file through an **input
+pipeline**, its dequeue on the timeline beside the training step."""
 
 SETUP = """\
 %load_ext nbdist
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -246,6 +248,128 @@ moving less: the third way above."""
 
 BIG_TIMELINE = 'tf.show_timeline(runs["big table,\\ngather on the worker"]["md"], width_px=580)'
 
+INPUT_MD = """\
+## Each worker reads its shard: the input pipeline on the timeline
+
+So far the worker's data came from `feed_dict`. Between-graph programs usually read files
+instead, through an **input pipeline** that every worker builds with the same code, so
+without more they would all read the same records. `dataset.shard(num_workers, task_index)`
+keeps every `num_workers`-th record, starting at the worker's own index: the workers read
+**disjoint shards** of the file and, together, all of it once per epoch.
+
+A file to read first: 400 `tf.train.Example`s (an `id`, 4 features `x` and a target `y`) in a
+TFRecord file. Sharding needs more than one worker, so a new cluster follows: one ps, two
+workers. Its tasks inherit the notebook's environment, which tells them where the file is (a
+real job passes a flag, or a path on a shared filesystem)."""
+
+RECORDS = """\
+N_RECORDS, TRUE_W = 400, np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+records = Path(tempfile.mkdtemp(prefix="nbdist-records-")) / "examples.tfrecord"
+rng = np.random.RandomState(0)
+with tf.python_io.TFRecordWriter(str(records)) as writer:
+    for i in range(N_RECORDS):
+        x = rng.normal(size=4).astype(np.float32)
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
+            "y": tf.train.Feature(float_list=tf.train.FloatList(value=[x @ TRUE_W])),
+        }))
+        writer.write(example.SerializeToString())
+os.environ["RECORDS"] = str(records)   # the tasks started below inherit it
+print(f"{records.name}: {N_RECORDS} examples, {records.stat().st_size:,} bytes")"""
+
+INPUT_CLUSTER = "%dtf_cluster ps=1 worker=2"
+
+INPUT_WORKER_MD = """\
+Every worker runs the same cell: its pipeline (`shard` first, then `shuffle`, `repeat`, `map`
+to parse, `batch`), whose `get_next()` feeds a linear model built under
+`replica_device_setter`; 20 asynchronous training steps. Once both have trained, worker 0
+traces one more step and sends it to the notebook with `tf.report_trace`. Each prints the ids
+of its first batch and what it found in every record it read."""
+
+INPUT_WORKER = """\
+%%dtf_worker
+import os
+import time
+import numpy as np
+
+def parse(record):
+    features = tf.parse_single_example(record, {
+        "id": tf.FixedLenFeature([], tf.int64),
+        "x": tf.FixedLenFeature([4], tf.float32),
+        "y": tf.FixedLenFeature([], tf.float32),
+    })
+    return features["id"], features["x"], features["y"]
+
+num_workers = cluster.num_tasks("worker")
+tf.reset_default_graph()   # this process's own graph (so that the cell can be run again)
+tf.set_random_seed(0)
+worker_device = f"/job:worker/task:{task_index}"
+with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=worker_device)):
+    dataset = (tf.data.TFRecordDataset(os.environ["RECORDS"])
+               .shard(num_workers, task_index)      # records task_index, task_index + 2, ...
+               .shuffle(100, seed=task_index)       # shuffled within this worker's shard
+               .repeat()
+               .map(parse)                          # parsed as the step asks for them
+               .batch(64))
+    ids, x, y = dataset.make_one_shot_iterator().get_next()
+    w = tf.get_variable("w", [4], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.reduce_sum(x * w, axis=1) - y))
+    global_step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+
+sess = tf.Session(server.target)
+if task_index == 0:
+    sess.run(tf.global_variables_initializer())
+not_ready, deadline = tf.report_uninitialized_variables(), time.monotonic() + 30
+while len(sess.run(not_ready)) and time.monotonic() < deadline:
+    time.sleep(0.05)                        # wait for the chief
+
+read = []
+for _ in range(20):
+    batch_ids, _ = sess.run([ids, train_op])
+    read.append(batch_ids)
+deadline = time.monotonic() + 30
+while sess.run(global_step) < 20 * num_workers and time.monotonic() < deadline:
+    time.sleep(0.01)                        # until both have trained: the ps is idle now
+if task_index == 0:
+    metadata = tf.RunMetadata()
+    sess.run(train_op, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
+    tf.report_trace(metadata)
+read = np.concatenate(read)
+print(f"iterator on {ids.device}, w on {w.device}")
+print(f"my first batch: records {sorted(read[:64].tolist())}")
+print(f"20 steps read {len(read)} records: {len(set(read.tolist()))} different ids, "
+      f"every id % {num_workers} == {task_index}: {bool(np.all(read % num_workers == task_index))}; "
+      f"loss {sess.run(loss):.4f}")
+sess.close()"""
+
+INPUT_TIMELINE_MD = """\
+Worker 0 read only even ids, worker 1 only odd ones: two disjoint shards, each read whole
+(200 records) every epoch. Below is worker 0's traced step. In its **ops** lane the long bar
+is `IteratorGetNext`, the pipeline's dequeue: reading, parsing and batching the next 64
+records of its shard, on the worker that holds the iterator. The model's ops are the thin
+sliver at the end of the lane: they waited for that batch and for `w` from the ps (the first
+red arrow, into a `_Recv`), and end in the `_Send` of the gradient back to the ps (the
+other). For a model this small the input takes most of the worker's step: TF's
+`dataset.prefetch(1)` would prepare the next batch during the step (nbdist accepts it but
+makes a batch when asked, so here the dequeue stays in the step)."""
+
+INPUT_TIMELINE = """\
+trace = None
+for _ in range(100):   # the trace may still be on its way (at most 5 s)
+    trace = next((e for e in dtf.events.history("trace") if e["task"] == "/job:worker/task:0"), None)
+    if trace is not None:
+        break
+    time.sleep(0.05)
+ops = [s for d in trace["dev_stats"] if "/job:worker/" in d["device"] for s in d["node_stats"]]
+dequeue = [s for s in ops if s["op"] == "IteratorGetNext"]
+model = [s for s in ops if s["op"] not in ("IteratorGetNext", "_Send", "_Recv")]
+took_ms = lambda spans: 1e3 * sum(s["end_s"] - s["start_s"] for s in spans)
+print(f"worker 0's traced step: IteratorGetNext took {took_ms(dequeue):.2f} ms, "
+      f"the model's {len(model)} other ops {took_ms(model):.2f} ms together")
+tf.show_timeline(trace, width_px=580)"""
+
 RECAP = """\
 ## What you saw
 
@@ -259,6 +383,10 @@ RECAP = """\
 - **A big variable on the ps**: a step that reads it on the worker moves the whole variable
   every time, and its step time grows with it; gathering *where the variable lives*
   (`tf.nn.embedding_lookup`) moves a few rows instead. Trace before you guess.
+- **Each worker reads its shard**: `tf.data.TFRecordDataset(path).shard(num_workers,
+  task_index)` gives between-graph workers disjoint parts of the same file; the iterator lives
+  on its worker, and its `IteratorGetNext` (the pipeline's dequeue) opens the worker's step on
+  the timeline.
 
 Next: [08 · faults and recovery](08_faults_and_recovery.ipynb) kills a worker and the ps in the
 middle of training."""
@@ -287,6 +415,13 @@ def cells():
         code(BIG_CHART),
         md(BIG_TIMELINE_MD),
         code(BIG_TIMELINE),
+        md(INPUT_MD),
+        code(RECORDS),
+        code(INPUT_CLUSTER),
+        md(INPUT_WORKER_MD),
+        code(INPUT_WORKER),
+        md(INPUT_TIMELINE_MD),
+        code(INPUT_TIMELINE),
         md(RECAP),
         code(STOP),
     ]
