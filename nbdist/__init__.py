@@ -71,6 +71,7 @@ from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import state_ops as _state_ops
+from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
@@ -113,10 +114,11 @@ _export_all(
     _sparse_tensor,
     _reader_ops,
     _slice_ops,
+    _string_ops,
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.ns import initializers, io, linalg, math, random  # noqa: E402 - tf.math, ... (TF's other paths of these names)
+from nbdist.ns import initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
 from nbdist.platform import app, flags, gfile, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.gfile, tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 from nbdist.platform.v2_switches import *  # noqa: E402, F403 - tf.disable_v2_behavior() and the others: no-ops

@@ -1,0 +1,40 @@
+"""`tf.strings`: TF's string names over ops/string_ops.py (`join` is `string_join`, ...)."""
+
+from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.string_ops import (
+    as_string,
+    format,  # noqa: A004 - TF's name
+    length,
+    lower,
+    reduce_join,
+    regex_full_match,
+    regex_replace,
+    split,
+    substr,
+    unsorted_segment_join,
+    upper,
+)
+from nbdist.ops.string_ops import string_join as join
+from nbdist.ops.string_ops import string_strip as strip
+from nbdist.ops.string_ops import string_to_number as to_number
+
+__all__ = [
+    "as_string",
+    "format",
+    "join",
+    "length",
+    "lower",
+    "reduce_join",
+    "regex_full_match",
+    "regex_replace",
+    "split",
+    "strip",
+    "substr",
+    "to_number",
+    "unsorted_segment_join",
+    "upper",
+]
+
+
+def __getattr__(name):
+    return _unsupported("tf.strings", name)
