@@ -118,7 +118,7 @@ _export_all(
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.ns import initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
+from nbdist.ns import image, initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
 from nbdist.platform import app, flags, gfile, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.gfile, tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 from nbdist.platform.v2_switches import *  # noqa: E402, F403 - tf.disable_v2_behavior() and the others: no-ops

@@ -49,6 +49,8 @@ def _f64(value):
 
 
 LOOSE = {"eps": 1e-3, "rtol": 1e-4, "atol": 1e-4}  # through float32: rounding error dominates
+# tf.image computes in float32 (sums over many pixels): a wider step, looser bounds
+FLOAT32_IMAGE = {"eps": 1e-2, "rtol": 1e-3, "atol": 1e-3}
 
 
 # (op type the case checks, fn, inputs[, check_gradients kwargs]); one case at least per
@@ -246,6 +248,50 @@ CASES = [
     ),
     ("StatelessWhile", lambda x: tf.map_fn(lambda e: e * tf.reduce_sum(x), x), [r(3)]),
     ("StatelessWhile", lambda x: tf.scan(lambda a, e: a * e, x), [r(4)]),
+    # tf.image (nbdist/ops/image_*.py): the kernels' gradients and the compositions TF trains through
+    (
+        "ResizeBilinear",
+        lambda x: tf.cast(tf.image.resize_bilinear(x, [5, 3]), tf.float64),
+        [r(2, 3, 4, 2)],
+        FLOAT32_IMAGE,
+    ),
+    (
+        "ResizeBilinear",
+        lambda x: tf.cast(tf.image.resize_bilinear(x, [2, 7], align_corners=True), tf.float64),
+        [r(1, 3, 4, 1)],
+        FLOAT32_IMAGE,
+    ),
+    (
+        "ResizeBilinear",
+        lambda x: tf.cast(tf.image.resize_bilinear(x, [5, 2], half_pixel_centers=True), tf.float64),
+        [r(1, 3, 4, 2)],
+        FLOAT32_IMAGE,
+    ),
+    ("ResizeNearestNeighbor", lambda x: tf.image.resize_nearest_neighbor(x, [5, 3]), [r(2, 3, 4, 2)]),
+    (
+        "ResizeNearestNeighbor",
+        lambda x: tf.image.resize_nearest_neighbor(x, [2, 7], align_corners=True),
+        [r(1, 3, 4, 1)],
+    ),
+    ("ReverseV2", lambda x: tf.image.flip_left_right(x) * tf.image.flip_up_down(x), [r(2, 3, 4, 2)]),
+    ("Slice", lambda x: tf.image.crop_to_bounding_box(x, 1, 0, 2, 3), [r(3, 4, 2)]),
+    ("Slice", lambda x: tf.image.central_crop(x, 0.5), [r(1, 4, 4, 2)]),
+    ("Pad", lambda x: tf.image.pad_to_bounding_box(x, 1, 2, 4, 5), [r(1, 2, 3, 2)]),
+    ("Pad", lambda x: tf.image.resize_image_with_crop_or_pad(x, 2, 6), [r(3, 4, 2)]),
+    (
+        "Sqrt",
+        lambda x: tf.cast(tf.image.per_image_standardization(x), tf.float64),
+        [r(2, 3, 3, 2)],
+        FLOAT32_IMAGE,
+    ),
+    ("Add", lambda x: tf.image.adjust_brightness(x, 0.2), [r(2, 3, 2)], FLOAT32_IMAGE),
+    ("Mean", lambda x: tf.image.adjust_contrast(x, 1.6), [r(2, 3, 2, 2)], FLOAT32_IMAGE),
+    (
+        "Cast",
+        lambda x: tf.cast(tf.image.convert_image_dtype(x, tf.float32), tf.float64),
+        [r(2, 3, 2)],
+        FLOAT32_IMAGE,
+    ),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.

@@ -1,0 +1,109 @@
+"""`tf.image`: TF 1.x's image names (nbdist/ops/image_*.py); a name at two paths in TF
+(``transpose`` / ``transpose_image``, ``resize`` / ``resize_images``) is one function here."""
+
+from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.image_analysis_ops import (
+    extract_image_patches,
+    image_gradients,
+    non_max_suppression,
+    psnr,
+    sobel_edges,
+    ssim,
+    total_variation,
+)
+from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
+from nbdist.ops.image_color_ops import (
+    adjust_hue,
+    adjust_saturation,
+    hsv_to_rgb,
+    random_hue,
+    random_saturation,
+    rgb_to_hsv,
+)
+from nbdist.ops.image_ops import (
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    central_crop,
+    convert_image_dtype,
+    crop_to_bounding_box,
+    flip_left_right,
+    flip_up_down,
+    grayscale_to_rgb,
+    pad_to_bounding_box,
+    per_image_standardization,
+    random_brightness,
+    random_contrast,
+    random_crop,
+    random_flip_left_right,
+    random_flip_up_down,
+    resize_image_with_crop_or_pad,
+    rgb_to_grayscale,
+    rgb_to_yiq,
+    rgb_to_yuv,
+    rot90,
+    transpose_image,
+    yiq_to_rgb,
+    yuv_to_rgb,
+)
+from nbdist.ops.image_ops import resize_image_with_crop_or_pad as resize_with_crop_or_pad
+from nbdist.ops.image_ops import transpose_image as transpose
+from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_images, resize_nearest_neighbor
+from nbdist.ops.image_resize_ops import resize_images as resize
+
+__all__ = [
+    "ResizeMethod",
+    "adjust_brightness",
+    "adjust_contrast",
+    "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
+    "central_crop",
+    "convert_image_dtype",
+    "crop_to_bounding_box",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
+    "encode_jpeg",
+    "encode_png",
+    "extract_image_patches",
+    "flip_left_right",
+    "flip_up_down",
+    "grayscale_to_rgb",
+    "hsv_to_rgb",
+    "image_gradients",
+    "is_jpeg",
+    "non_max_suppression",
+    "pad_to_bounding_box",
+    "per_image_standardization",
+    "psnr",
+    "random_brightness",
+    "random_contrast",
+    "random_crop",
+    "random_flip_left_right",
+    "random_flip_up_down",
+    "random_hue",
+    "random_saturation",
+    "resize",
+    "resize_bilinear",
+    "resize_image_with_crop_or_pad",
+    "resize_images",
+    "resize_nearest_neighbor",
+    "resize_with_crop_or_pad",
+    "rgb_to_grayscale",
+    "rgb_to_hsv",
+    "rgb_to_yiq",
+    "rgb_to_yuv",
+    "rot90",
+    "sobel_edges",
+    "ssim",
+    "total_variation",
+    "transpose",
+    "transpose_image",
+    "yiq_to_rgb",
+    "yuv_to_rgb",
+]
+
+
+def __getattr__(name):
+    return _unsupported("tf.image", name)
