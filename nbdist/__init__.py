@@ -58,10 +58,13 @@ from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import einsum_ops as _einsum_ops
 from nbdist.ops import example_parsing_ops as _example_parsing_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
+from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
 from nbdist.ops import linalg_ops as _linalg_ops
+from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import queue_ops as _queue_ops
@@ -109,6 +112,9 @@ _export_all(
     _index_ops,
     _clip_ops,
     _linalg_ops,
+    _linalg_solve_ops,
+    _linalg_decomp_ops,
+    _einsum_ops,
     _parsing_ops,
     _example_parsing_ops,
     _sparse_tensor,

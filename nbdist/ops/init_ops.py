@@ -21,10 +21,14 @@ __all__ = [
     "constant_initializer",
     "glorot_normal_initializer",
     "glorot_uniform_initializer",
+    "initialize_all_tables",
     "ones_initializer",
+    "orthogonal_initializer",
     "random_normal_initializer",
     "random_uniform_initializer",
+    "tables_initializer",
     "truncated_normal_initializer",
+    "uniform_unit_scaling_initializer",
     "variance_scaling_initializer",
     "zeros_initializer",
 ]
@@ -203,3 +207,108 @@ class glorot_normal_initializer(variance_scaling_initializer):  # noqa: N801 - T
 
     def __init__(self, seed=None, dtype=_dtypes.float32):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+def he_normal(seed=None):
+    """`tf.initializers.he_normal`: truncated normal, ``stddev = sqrt(2 / fan_in)``."""
+    return variance_scaling_initializer(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed=None):
+    """`tf.initializers.he_uniform`: ``U(-limit, limit)``, ``limit = sqrt(6 / fan_in)``."""
+    return variance_scaling_initializer(2.0, "fan_in", "uniform", seed)
+
+
+def lecun_normal(seed=None):
+    """`tf.initializers.lecun_normal`: truncated normal, ``stddev = sqrt(1 / fan_in)``."""
+    return variance_scaling_initializer(1.0, "fan_in", "truncated_normal", seed)
+
+
+def lecun_uniform(seed=None):
+    """`tf.initializers.lecun_uniform`: ``U(-limit, limit)``, ``limit = sqrt(3 / fan_in)``."""
+    return variance_scaling_initializer(1.0, "fan_in", "uniform", seed)
+
+
+class uniform_unit_scaling_initializer(Initializer):  # noqa: N801 - TF's public name
+    """``U(-m, m)``, ``m = factor * sqrt(3 / input_size)`` (the product of all dims but the last,
+    the full variable's when partitioned), keeping a linear layer's output scale."""
+
+    def __init__(self, factor=1.0, seed=None, dtype=_dtypes.float32):
+        super().__init__(dtype)
+        self.factor, self.seed = factor, seed
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        full = [int(d) for d in (partition_info.full_shape if partition_info is not None else shape)]
+        input_size = max(1, math.prod(full[:-1]))
+        limit = math.sqrt(3.0 / input_size) * self.factor
+        return random_ops.random_uniform(shape, -limit, limit, self._dtype(dtype), seed=self.seed)
+
+    def get_config(self):
+        return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class orthogonal_initializer(Initializer):  # noqa: N801 - TF's public name
+    """An orthogonal matrix (the shape flattened to ``[prod(shape[:-1]), shape[-1]]``) times
+    `gain`: the Q of a normal matrix's QR, its signs fixed by R's diagonal, as TF's.
+
+    Raises (at call):
+        ValueError: a shape of rank below 2.
+    """
+
+    def __init__(self, gain=1.0, seed=None, dtype=_dtypes.float32):
+        super().__init__(dtype)
+        self.gain, self.seed = gain, seed
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        from nbdist.ops.linalg_decomp_ops import qr  # noqa: PLC0415
+        from nbdist.ops.linalg_ops import matrix_diag_part, matrix_transpose  # noqa: PLC0415
+        from nbdist.ops.reshape_ops import reshape  # noqa: PLC0415
+        from nbdist.ops.unary_ops import sign  # noqa: PLC0415
+
+        dims = [int(d) for d in shape]
+        if len(dims) < 2:
+            raise ValueError(f"The tensor to initialize must be at least two-dimensional, got shape {dims}")
+        rows, cols = math.prod(dims[:-1]), dims[-1]
+        dtype = self._dtype(dtype)
+        a = random_ops.random_normal([max(rows, cols), min(rows, cols)], dtype=dtype, seed=self.seed)
+        q, r = qr(a)
+        q = q * sign(matrix_diag_part(r))
+        if rows < cols:
+            q = matrix_transpose(q)
+        return self.gain * reshape(q, dims)
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class identity_initializer(Initializer):  # noqa: N801 - TF's class (tf.initializers.identity)
+    """`gain` times the identity matrix (2-D shapes only; a rectangle: ones on the diagonal)."""
+
+    def __init__(self, gain=1.0, dtype=_dtypes.float32):
+        super().__init__(dtype)
+        self.gain = gain
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dims = [int(d) for d in (partition_info.full_shape if partition_info is not None else shape)]
+        if len(dims) != 2:
+            raise ValueError(f"Identity matrix initializer can only be used for 2D matrices, got {dims}")
+        dtype = self._dtype(dtype)
+        return constant(self.gain * np.eye(*dims), dtype=dtype)
+
+    def get_config(self):
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
+def tables_initializer(name="init_all_tables"):
+    """`tf.tables_initializer`: one op running the graph's table initializers
+    (`GraphKeys.TABLE_INITIALIZERS`), a no-op when there are none."""
+    from nbdist.graph.graph import get_default_graph  # noqa: PLC0415
+    from nbdist.ops.control_flow_ops import group, no_op  # noqa: PLC0415
+
+    ops = get_default_graph().get_collection("table_initializer")
+    return group(*ops, name=name) if ops else no_op(name=name)
+
+
+def initialize_all_tables(name="init_all_tables"):
+    """`tf.initialize_all_tables` (TF's deprecated spelling of `tables_initializer`)."""
+    return tables_initializer(name=name)
