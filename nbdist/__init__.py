@@ -72,6 +72,8 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
+from nbdist.ops import sparse_math_ops as _sparse_math_ops
+from nbdist.ops import sparse_ops as _sparse_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import string_ops as _string_ops
@@ -118,6 +120,8 @@ _export_all(
     _parsing_ops,
     _example_parsing_ops,
     _sparse_tensor,
+    _sparse_ops,
+    _sparse_math_ops,
     _reader_ops,
     _slice_ops,
     _string_ops,

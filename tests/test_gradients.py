@@ -307,6 +307,15 @@ CASES = [
         [r(2, 3, 2)],
         FLOAT32_IMAGE,
     ),
+    # sparse_math_ops: a SparseTensor's values and the dense operand; the data of segment reductions
+    (
+        "SparseTensorDenseMatMul",
+        lambda v, b: tf.sparse.sparse_dense_matmul(tf.SparseTensor([[0, 1], [1, 0], [1, 2]], v, [2, 3]), b),
+        [r(3), r(3, 2)],
+    ),
+    ("SparseSegmentSum", lambda d: tf.sparse.segment_sum(d, [0, 2, 2], [0, 0, 1]), [r(3, 2)]),
+    ("SparseSegmentMean", lambda d: tf.sparse.segment_mean(d, [0, 2, 2], [0, 0, 1]), [r(3, 2)]),
+    ("SparseSegmentSqrtN", lambda d: tf.sparse.segment_sqrt_n(d, [0, 2, 1], [0, 0, 2]), [r(3, 2)]),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.
