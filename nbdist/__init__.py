@@ -56,6 +56,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import clip_ops as _clip_ops
+from nbdist.ops import complex_ops as _complex_ops
 from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import einsum_ops as _einsum_ops
@@ -71,11 +72,14 @@ from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
+from nbdist.ops import scan_ops as _scan_ops
+from nbdist.ops import segment_ops as _segment_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import state_ops as _state_ops
+from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
@@ -102,6 +106,10 @@ _export_all(
     _math_ops,
     _array_ops,
     _reduction_ops,
+    _scan_ops,
+    _segment_ops,
+    _statistics_ops,
+    _complex_ops,
     _random_ops,
     _control_flow_ops,
     _cond_ops,

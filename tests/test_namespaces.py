@@ -14,6 +14,22 @@ X = _RNG.standard_normal((3, 4))
 Y = _RNG.standard_normal((3, 4)) + 3.0
 BOOL = X > 0
 SQUARE = _RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+UNIT = np.tanh(X) * 0.9  # in (-1, 1): asin, acos, atanh
+HALVES = np.array([0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -3.2])  # round's ties
+SPECIAL = np.array([0.0, -1.5, np.inf, -np.inf, np.nan])
+COMPLEX = X + 1j * Y[::-1]
+SEG = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 0.0], [-1.0, 2.0, 5.0], [2.0, -2.0, 2.0]])  # zeros: prod
+
+
+def _variants(f, x):
+    """`f` over all axes, one axis, and the last axis with kept dims."""
+    return f(x), f(x, axis=0), f(x, axis=-1, keepdims=True)
+
+
+def _scans(f, x):
+    """`f` (a scan) plain, exclusive, reversed, and both, along both axes."""
+    return f(x), f(x, axis=1, exclusive=True), f(x, axis=-1, reverse=True), f(x, 0, True, True)
+
 
 MATH = {
     "abs": lambda t: t.math.abs(t.constant(X)),
@@ -68,6 +84,100 @@ MATH = {
     "log_softmax": lambda t: t.math.log_softmax(t.constant(X)),
     "softmax": lambda t: t.math.softmax(t.constant(X)),
     "unsorted_segment_sum": lambda t: t.math.unsorted_segment_sum(t.constant(X), t.constant([0, 2, 0]), 3),
+    "acos": lambda t: t.math.acos(t.constant(UNIT)),
+    "acosh": lambda t: t.math.acosh(t.constant(POS + 1.0)),
+    "asin": lambda t: t.math.asin(t.constant(UNIT)),
+    "asinh": lambda t: t.math.asinh(t.constant(X)),
+    "atan": lambda t: t.math.atan(t.constant(X)),
+    "atanh": lambda t: t.math.atanh(t.constant(UNIT)),
+    "cosh": lambda t: t.math.cosh(t.constant(X)),
+    "sinh": lambda t: t.math.sinh(t.constant(X)),
+    "tan": lambda t: t.math.tan(t.constant(X)),
+    "erf": lambda t: t.math.erf(t.constant(X * 2.0)),
+    "erfc": lambda t: t.math.erfc(t.constant(X * 2.0)),
+    "expm1": lambda t: t.math.expm1(t.constant(X * 1e-3)),
+    "rsqrt": lambda t: t.math.rsqrt(t.constant(POS)),
+    "round": lambda t: (t.math.round(t.constant(HALVES)), t.math.round(t.constant([3, -2]))),
+    "rint": lambda t: t.math.rint(t.constant(HALVES)),
+    "is_finite": lambda t: t.math.is_finite(t.constant(SPECIAL)),
+    "is_inf": lambda t: t.math.is_inf(t.constant(SPECIAL)),
+    "is_nan": lambda t: t.math.is_nan(t.constant(SPECIAL)),
+    "logical_and": lambda t: t.math.logical_and(t.constant(BOOL), t.constant(X < 0.5)),
+    "logical_or": lambda t: t.math.logical_or(t.constant(BOOL), t.constant(X < 0.5)),
+    "logical_not": lambda t: t.math.logical_not(t.constant(BOOL)),
+    "logical_xor": lambda t: t.math.logical_xor(t.constant(BOOL), t.constant(X < 0.5)),
+    "log_sigmoid": lambda t: t.math.log_sigmoid(t.constant(X * 100.0)),
+    "atan2": lambda t: t.math.atan2(t.constant(X), t.constant(np.array([0.0, -1.0, 2.0, -0.0]))),
+    "nextafter": lambda t: t.math.nextafter(t.constant([1.0, 0.0, -1.0]), t.constant([2.0, -1.0, -1.0])),
+    "multiply_no_nan": lambda t: t.math.multiply_no_nan(
+        t.constant([np.inf, np.nan, 2.0, 1.0]), t.constant([0.0, 0.0, 3.0, -1.0])
+    ),
+    "divide_no_nan": lambda t: t.math.divide_no_nan(
+        t.constant([1.0, 0.0, -2.0]), t.constant([0.0, 0.0, 4.0])
+    ),
+    "reciprocal_no_nan": lambda t: t.math.reciprocal_no_nan(t.constant([0.0, 2.0, -4.0])),
+    "xlogy": lambda t: t.math.xlogy(t.constant([0.0, 0.0, 1.0, 2.0]), t.constant([0.0, 3.0, 2.0, 0.0])),
+    "xdivy": lambda t: t.math.xdivy(t.constant([0.0, 0.0, 1.0, 2.0]), t.constant([0.0, 3.0, 2.0, -4.0])),
+    "xlog1py": lambda t: t.math.xlog1py(t.constant([0.0, 0.0, 1.0, 2.0]), t.constant([-1.0, 3.0, 2.0, 0.0])),
+    "scalar_mul": lambda t: t.math.scalar_mul(2.5, t.constant(X)),
+    "accumulate_n": lambda t: t.math.accumulate_n([t.constant(X), t.constant(Y), t.constant(POS)]),
+    "polyval": lambda t: (
+        t.math.polyval([2.0, -1.0, 0.5], t.constant(X, t.float32)),
+        t.math.polyval([], t.constant(X, t.float32)),
+    ),
+    "cumsum": lambda t: _scans(t.math.cumsum, t.constant(X)),
+    "cumprod": lambda t: _scans(t.math.cumprod, t.constant(X)),
+    "cumulative_logsumexp": lambda t: _scans(t.math.cumulative_logsumexp, t.constant(X)),
+    "reduce_prod": lambda t: _variants(t.math.reduce_prod, t.constant(SEG)),
+    "reduce_variance": lambda t: _variants(t.math.reduce_variance, t.constant(X)),
+    "reduce_std": lambda t: _variants(t.math.reduce_std, t.constant(X)),
+    "reduce_euclidean_norm": lambda t: _variants(t.math.reduce_euclidean_norm, t.constant(X)),
+    "count_nonzero": lambda t: _variants(t.math.count_nonzero, t.constant(SEG)),
+    "zero_fraction": lambda t: (
+        t.math.zero_fraction(t.constant(SEG)),
+        t.math.zero_fraction(t.constant([1, 0])),
+    ),
+    "is_non_decreasing": lambda t: [
+        t.math.is_non_decreasing(t.constant(v)) for v in ([1, 2, 2, 3], [3.0, 1.0], [], [[1, 2], [3, 3]])
+    ],
+    "is_strictly_increasing": lambda t: [
+        t.math.is_strictly_increasing(t.constant(v)) for v in ([1, 2, 2, 3], [1.0, 3.0], [], [[1, 2], [3, 4]])
+    ],
+    "segment_sum": lambda t: t.math.segment_sum(t.constant(SEG), t.constant([0, 0, 1, 3])),
+    "segment_mean": lambda t: t.math.segment_mean(t.constant(SEG), t.constant([0, 0, 1, 3])),
+    "segment_max": lambda t: t.math.segment_max(t.constant(SEG), t.constant([0, 0, 1, 3])),
+    "segment_min": lambda t: t.math.segment_min(t.constant(SEG), t.constant([0, 0, 1, 3])),
+    "segment_prod": lambda t: t.math.segment_prod(t.constant(SEG), t.constant([0, 0, 1, 3])),
+    "unsorted_segment_max": lambda t: t.math.unsorted_segment_max(
+        t.constant(SEG), t.constant([1, -1, 1, 3]), 4
+    ),
+    "unsorted_segment_min": lambda t: t.math.unsorted_segment_min(
+        t.constant(SEG), t.constant([1, -1, 1, 3]), 4
+    ),
+    "unsorted_segment_mean": lambda t: t.math.unsorted_segment_mean(
+        t.constant(SEG), t.constant([1, -1, 1, 3]), 4
+    ),
+    "unsorted_segment_prod": lambda t: t.math.unsorted_segment_prod(
+        t.constant(SEG), t.constant([1, -1, 1, 3]), 4
+    ),
+    "unsorted_segment_sqrt_n": lambda t: t.math.unsorted_segment_sqrt_n(
+        t.constant(SEG.reshape(2, 2, 3)), t.constant([[1, -1], [1, 3]]), 4
+    ),
+    "bincount": lambda t: (
+        t.math.bincount(t.constant([1, 1, 3, 0, 3, 3])),
+        t.math.bincount(t.constant([[1, 1, 3], [0, 3, 3]]), minlength=6),
+        t.math.bincount(t.constant([1, 1, 3, 0, 3, 3]), maxlength=2),
+        t.math.bincount(t.constant([1, 1, 3]), weights=t.constant([0.5, 1.0, 2.0])),
+        t.math.bincount(t.constant([], t.int32)),
+    ),
+    "confusion_matrix": lambda t: (
+        t.math.confusion_matrix(t.constant([0, 1, 2, 1]), t.constant([0, 2, 2, 0])),
+        t.math.confusion_matrix([0, 1, 1], [1, 1, 0], num_classes=4, weights=t.constant([1, 2, 3])),
+    ),
+    "real": lambda t: (t.math.real(t.constant(COMPLEX)), t.math.real(t.constant(X))),
+    "imag": lambda t: (t.math.imag(t.constant(COMPLEX)), t.math.imag(t.constant(X))),
+    "conj": lambda t: (t.math.conj(t.constant(COMPLEX)), t.math.conj(t.constant(X))),
+    "angle": lambda t: (t.math.angle(t.constant(COMPLEX)), t.math.angle(t.constant(HALVES))),
 }
 LINALG = {
     "det": lambda t: t.linalg.det(t.constant(SQUARE)),

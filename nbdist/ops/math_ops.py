@@ -7,7 +7,8 @@ and its gradient (None: not differentiable) and returns its tf function
 ``add(x, y, name=None)``. A row without a function name only registers the op: its tf
 functions are written by hand below the table (`truediv` casts integers first). Each
 gradient is summed back to its input's shape by `sum_to_shape` (so broadcasting works with
-unknown static shapes). Also `tf.add_n` and `tf.range`.
+unknown static shapes). Also `tf.add_n`, `tf.range`, and TF's Python compositions of these
+(`logical_xor`, `log_sigmoid`, `polyval`, `scalar_mul`...).
 
 The rest of tf's math lives by responsibility beside this module, and is re-exported here
 (``math_ops.cast``, ``tf.cast``): `unary_ops` (the unary table, `relu`, `identity`),
@@ -43,23 +44,42 @@ from nbdist.ops.constant_op import convert_n, convert_to_tensor
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.unary_ops import (
     abs,  # noqa: A004 - TF's public name tf.abs
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
     ceil,
     cos,
+    cosh,
+    erf,
+    erfc,
     exp,
+    expm1,
     floor,
     identity,
+    is_finite,
+    is_inf,
+    is_nan,
     log,
     log1p,
+    logical_not,
     negative,
     reciprocal,
     relu,
+    rint,
+    round,  # noqa: A004 - TF's public name tf.round
+    rsqrt,
     sigmoid,
     sign,
     sin,
+    sinh,
     softplus,
     sqrt,
     square,
     stop_gradient,
+    tan,
     tanh,
 )
 
@@ -67,13 +87,17 @@ from nbdist.ops.unary_ops import (
 __all__ = ["add", "add_n", "div_no_nan", "divide", "equal", "floordiv", "floormod", "greater"]
 __all__ += ["greater_equal", "less", "less_equal", "maximum", "minimum", "mod", "multiply", "not_equal"]
 __all__ += ["pow", "range", "squared_difference", "subtract", "truediv"]
+__all__ += ["accumulate_n", "atan2", "log_sigmoid", "logical_and", "logical_or", "logical_xor", "scalar_mul"]
 __all__ += ["broadcast_to_like", "sum_to_shape"]  # broadcast_ops
 __all__ += ["cast", "ones_like", "to_float", "where", "zeros_like"]  # cast_select_ops
 __all__ += ["to_complex64", "to_complex128", "to_double", "to_int32", "to_int64"]
 __all__ += ["matmul"]  # matmul_ops
 __all__ += ["abs", "ceil", "cos", "exp", "floor", "identity", "log", "log1p", "negative"]  # unary_ops
 __all__ += ["reciprocal", "relu", "sigmoid", "sign", "sin", "softplus", "sqrt", "square", "stop_gradient"]
-__all__ += ["tanh"]
+__all__ += ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "erf", "erfc", "expm1", "tanh"]
+__all__ += ["is_finite", "is_inf", "is_nan", "logical_not", "rint", "round", "rsqrt", "sinh", "tan"]
+# (tf.math only, not at tf.*: divide_no_nan, multiply_no_nan, reciprocal_no_nan, nextafter, polyval,
+# xdivy, xlog1py, xlogy; nbdist/ns/math.py imports them)
 
 
 # -- binary elementwise: shapes, kernels, gradients -----------------------------------------------
@@ -190,6 +214,36 @@ def _minmax_grad(op, grad, select):
     return [sum_to_shape(where(mask, grad, zeros), x), sum_to_shape(where(mask, zeros, grad), y)]
 
 
+def _atan2_grad(op, grad):
+    y, x = op.inputs
+    grad_inv = grad / (square(x) + square(y))
+    return [sum_to_shape(x * grad_inv, y), sum_to_shape(-y * grad_inv, x)]
+
+
+def _mul_no_nan_grad(op, grad):
+    x, y = op.inputs
+    return [sum_to_shape(multiply_no_nan(grad, y), x), sum_to_shape(multiply_no_nan(x, grad), y)]
+
+
+def _x_op_y_grad(partial_y):
+    """The gradient of ``x * f(y)`` (0 where x is 0; TF's Xlogy, Xdivy, Xlog1py): `partial_y(x, y)`."""
+
+    def gradient(op, grad):
+        x, y = op.inputs
+        not_zero_x = cast(not_equal(x, zeros_like(x)), x.dtype)
+        partial_x = registry.make_op(op.type, [not_zero_x, y]).outputs[0]
+        return [sum_to_shape(partial_x * grad, x), sum_to_shape(partial_y(x, y) * grad, y)]
+
+    return gradient
+
+
+def _zero_where_x_is_zero(fn):
+    def kernel(x, y):
+        return np.where(x == 0, np.zeros((), x.dtype), fn(x, y)).astype(x.dtype, copy=False)
+
+    return kernel
+
+
 def _squared_difference_grad(op, grad):
     x, y = op.inputs
     d = grad * 2.0 * (x - y)
@@ -228,8 +282,99 @@ less = _comparison_op("Less", np.less, "less")
 less_equal = _comparison_op("LessEqual", np.less_equal, "less_equal")
 greater = _comparison_op("Greater", np.greater, "greater")
 greater_equal = _comparison_op("GreaterEqual", np.greater_equal, "greater_equal")
+_binary_op("Atan2", np.arctan2, _atan2_grad)  # atan2(y, x)
+_binary_op("NextAfter", np.nextafter, None)  # nextafter(x1, x2)
+logical_and = _binary_op("LogicalAnd", np.logical_and, None, "logical_and")
+logical_or = _binary_op("LogicalOr", np.logical_or, None, "logical_or")
+multiply_no_nan = _binary_op(
+    "MulNoNan",
+    lambda x, y: np.where(y == 0, np.zeros((), x.dtype), x * y).astype(x.dtype, copy=False),
+    _mul_no_nan_grad,
+    "multiply_no_nan",
+    doc="`tf.math.multiply_no_nan`: ``x * y``, 0 where `y` is 0 even if `x` is inf or NaN.",
+)
+xlogy = _binary_op(
+    "Xlogy",
+    _zero_where_x_is_zero(lambda x, y: x * np.log(y)),
+    _x_op_y_grad(lambda x, y: xdivy(x, y)),  # noqa: PLW0108 - xdivy is defined below
+    "xlogy",
+    doc="`tf.math.xlogy`: ``x * log(y)``, 0 where `x` is 0.",
+)
+xdivy = _binary_op(
+    "Xdivy",
+    _zero_where_x_is_zero(np.divide),
+    _x_op_y_grad(lambda x, y: xdivy(negative(x), square(y))),
+    "xdivy",
+    doc="`tf.math.xdivy`: ``x / y``, 0 where `x` is 0.",
+)
+xlog1py = _binary_op(
+    "Xlog1py",
+    _zero_where_x_is_zero(lambda x, y: x * np.log1p(y)),
+    _x_op_y_grad(lambda x, y: xdivy(x, y + 1.0)),
+    "xlog1py",
+    doc="`tf.math.xlog1py`: ``x * log1p(y)``, 0 where `x` is 0.",
+)
 
 mod = floormod
+
+
+def atan2(y, x, name=None):
+    """`tf.atan2`: the angle of the point ``(x, y)``, in ``[-pi, pi]`` (note the order: y first)."""
+    return _binary("Atan2", y, x, name)
+
+
+def nextafter(x1, x2, name=None):
+    """`tf.math.nextafter`: the next representable value after `x1` towards `x2`."""
+    return _binary("NextAfter", x1, x2, name)
+
+
+def logical_xor(x, y, name="LogicalXor"):
+    """`tf.logical_xor`: ``(x or y) and not (x and y)``, as TF builds it."""
+    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
+
+
+def log_sigmoid(x, name=None):
+    """`tf.log_sigmoid`: ``log(1 / (1 + exp(-x)))``, as TF's ``-softplus(-x)`` (no overflow)."""
+    x = convert_to_tensor(x)
+    return negative(softplus(-x), name=name)
+
+
+def scalar_mul(scalar, x, name=None):
+    """`tf.scalar_mul`: ``scalar * x`` for a scalar `scalar`.
+
+    Raises:
+        ValueError: if `scalar` is not a scalar.
+    """
+    x = convert_to_tensor(x)
+    scalar = convert_to_tensor(scalar, dtype=x.dtype)
+    if scalar.shape.ndims not in (0, None):
+        raise ValueError(f"Only scalar multiply works, got shape {scalar.shape} ({scalar.name})")
+    return multiply(scalar, x, name=name)
+
+
+def reciprocal_no_nan(x, name=None):
+    """`tf.math.reciprocal_no_nan`: ``1 / x``, 0 where `x` is 0 (floats)."""
+    x = convert_to_tensor(x)
+    return div_no_nan(ones_like(x), x, name=name)
+
+
+def polyval(coeffs, x, name=None):
+    """`tf.math.polyval`: ``coeffs[0] * x**(n-1) + ... + coeffs[n-1]`` by Horner's rule, as TF.
+
+    Raises:
+        ValueError: if `coeffs` is not a list.
+    """
+    if not isinstance(coeffs, list):
+        raise ValueError(f"Argument coeffs must be list type found {type(coeffs)}.")
+    x = convert_to_tensor(x)
+    if not coeffs:
+        return zeros_like(x, name=name)
+    coeffs = [convert_to_tensor(c, dtype=x.dtype) for c in coeffs]
+    p = coeffs[0]
+    for c in coeffs[1:]:
+        p = c + p * x
+    return identity(p, name=name) if name else p
+
 
 # TF's truediv: integers become floats first (small ints float32, 32/64-bit ints float64).
 _TRUEDIV_FLOAT = {
@@ -267,6 +412,9 @@ def div_no_nan(x, y, name=None):
     return registry.make_op("DivNoNan", [x, y], name=name).outputs[0]
 
 
+divide_no_nan = div_no_nan  # (tf.math.divide_no_nan: TF's TF 2 name of tf.div_no_nan)
+
+
 # -- add_n ------------------------------------------------------------------------------------------
 @registry.shape("AddN")
 def _add_n_shape(inputs, attrs):
@@ -295,6 +443,25 @@ def add_n(inputs, name=None):
     if len(inputs) == 1 and name is None:
         return inputs[0]
     return registry.make_op("AddN", inputs, name=name).outputs[0]
+
+
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
+    """`tf.accumulate_n`: the elementwise sum of a list of tensors (nbdist: `add_n`).
+
+    Raises:
+        ValueError: for an empty list, or tensors not of `tensor_dtype` / `shape`.
+    """
+    if not inputs or not isinstance(inputs, (list, tuple)):
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and shape")
+    inputs = convert_n(list(inputs))
+    for t in inputs:
+        if tensor_dtype is not None and t.dtype != _dtypes.as_dtype(tensor_dtype):
+            raise TypeError(
+                f"tf.accumulate_n: {t.name} is {t.dtype.name}, expected tensor_dtype {tensor_dtype}"
+            )
+        if shape is not None and not t.shape.is_compatible_with(TensorShape(shape)):
+            raise ValueError(f"tf.accumulate_n: {t.name} has shape {t.shape}, expected {TensorShape(shape)}")
+    return add_n(inputs, name=name)
 
 
 # -- range ------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Reductions (`reduce_sum`, `reduce_mean`, `reduce_max`, `argmax`...) and index ops (`gather`,
+"""Reductions (`reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_prod`, `argmax`, and TF's
+`reduce_euclidean_norm`) and index ops (`gather`,
 `unsorted_segment_sum`, `one_hot`), each with its shape function, kernel and gradient.
 
 Reduction axes are an input tensor as in TF (``axis=None`` means all axes), and the
@@ -23,6 +24,7 @@ from nbdist.ops.concat_slice_ops import slice as _slice
 from nbdist.ops.constant_op import constant, convert_to_tensor, register_tensor_conversion_function
 from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.reshape_ops import expand_dims, reshape
+from nbdist.ops.scan_ops import cumprod
 from nbdist.ops.shape_ops import get_static_value, shape, size
 
 __all__ = [
@@ -36,11 +38,12 @@ __all__ = [
     "reduce_max",
     "reduce_mean",
     "reduce_min",
+    "reduce_prod",
     "reduce_sum",
     "unsorted_segment_sum",
 ]
 
-_NUMERIC = ("Sum", "Mean", "Max", "Min")
+_NUMERIC = ("Sum", "Mean", "Max", "Min", "Prod", "EuclideanNorm")
 _BOOLEAN = ("All", "Any")
 
 
@@ -124,7 +127,12 @@ def _mean(x, axis, keepdims):
 
 
 # (np.add.reduce is what np.sum calls for an array, without its Python wrapper; the same dtypes)
+def _euclidean_norm(x, axis, keepdims):
+    return np.sqrt(np.add.reduce(np.square(x), axis=axis, keepdims=keepdims))
+
+
 _KERNELS = {"Sum": np.add.reduce, "Mean": _mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
+_KERNELS.update({"Prod": np.multiply.reduce, "EuclideanNorm": _euclidean_norm})
 for _t, _fn in _KERNELS.items():
     registry.shape(_t)(functools.partial(_reduce_shape, op_type=_t))
     registry.kernel(_t)(_reduce_kernel(_fn))
@@ -181,6 +189,40 @@ registry.gradient("Max")(_max_min_grad)
 registry.gradient("Min")(_max_min_grad)
 
 
+def _others_product(x, axes):
+    """Each element's product of the other elements over `axes` (no division: zeros are fine).
+
+    Those whose index on ``axes[0]`` differs (an exclusive product both ways along it, then the
+    product over the other axes), times those whose index on it is the same (recursively).
+    """
+    first, rest = axes[0], axes[1:]
+    others = cumprod(x, first, exclusive=True) * cumprod(x, first, exclusive=True, reverse=True)
+    if not rest:
+        return others
+    return reduce_prod(others, list(rest), keepdims=True) * _others_product(x, rest)
+
+
+@registry.gradient("Prod")
+def _prod_grad(op, grad):
+    x, axes_t = op.inputs
+    axes = get_static_value(axes_t)
+    if axes is None or x.shape.ndims is None:
+        raise ValueError(
+            f"the gradient of tf.reduce_prod ({op.name}) needs static axes and rank; "
+            f"got axes {axes_t.name} and an input of shape {x.shape}"
+        )
+    axes = _static_axes(axes, x.shape.ndims, f"the gradient of {op.name}")
+    if not axes:
+        return [grad, None]
+    return [reshape(grad, _kept_dims_shape(op)) * _others_product(x, axes), None]
+
+
+@registry.gradient("EuclideanNorm")
+def _euclidean_norm_grad(op, grad):
+    kept = _kept_dims_shape(op)
+    return [op.inputs[0] / (reshape(op.outputs[0], kept) / reshape(grad, kept)), None]
+
+
 # -- constructors -----------------------------------------------------------------------------------
 def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
     axis = _alias(axis, reduction_indices, "axis", "reduction_indices")
@@ -226,6 +268,16 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
     """`tf.reduce_any`: logical or over `axis` of a bool tensor."""
     return _reduce("Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    """`tf.reduce_prod`: the product over `axis` (its gradient handles zeros, as TF's)."""
+    return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """`tf.math.reduce_euclidean_norm`: ``sqrt(sum(x ** 2))`` over `axis`."""
+    return _reduce("EuclideanNorm", input_tensor, axis, keepdims, name, None, None)
 
 
 def reduce_logsumexp(
@@ -454,7 +506,7 @@ def _segment_sum_kernel(ctx, node, data, ids, num):
 
 
 registry.gradient("UnsortedSegmentSum")(
-    lambda op, grad: [_gather_drop_negatives(grad, op.inputs[1]), None, None]
+    lambda op, grad: [gather_drop_negatives(grad, op.inputs[1]), None, None]
 )
 
 
@@ -489,6 +541,6 @@ def _gather_drop_negatives_grad(op, grad):
     return [unsorted_segment_sum(grad, indices, gather(shape(params), 0)), None]
 
 
-def _gather_drop_negatives(params, indices):
+def gather_drop_negatives(params, indices):
     """``params[indices]`` with zero rows where an index is negative (the gradient of a segment sum)."""
     return registry.make_op("GatherDropNegatives", [params, indices]).outputs[0]

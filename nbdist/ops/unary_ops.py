@@ -1,16 +1,20 @@
 """Unary elementwise math, one row per op: ``negative = _unary_op("Neg", np.negative, gradient,
 "negative")`` registers the op's shape (its input's), its numpy kernel and its gradient (None:
-not differentiable) and returns its tf function ``negative(x, name=None)``. A row without a
-function name only registers the op: its tf function is written by hand below (another
+not differentiable) and returns its tf function ``negative(x, name=None)`` (`shape`: another
+shape function, as the bool output of `is_nan`). A row without a function name only registers
+the op: its tf function is written by hand below (another
 argument name, as `relu(features)`). Also `Relu`'s gradient op `ReluGrad`, and `Identity`
 and `StopGradient`.
 
 The gradients use `Tensor`'s arithmetic operators, which `math_ops` installs.
 """
 
+import math
+
 import numpy as np
 
 from nbdist import errors
+from nbdist.graph import dtypes as _dtypes
 from nbdist.ops import registry
 from nbdist.ops._shapes import same_as_input
 from nbdist.ops.cast_select_ops import zeros_like
@@ -22,13 +26,13 @@ def _unary(op_type, x, name):
     return registry.make_op(op_type, [x], name=name).outputs[0]
 
 
-def _unary_op(op_type, numpy_fn, gradient, function=None, doc=None):
-    """Registers `op_type`: shape, kernel ``numpy_fn(x)`` and `gradient` (None: not differentiable).
+def _unary_op(op_type, numpy_fn, gradient, function=None, doc=None, *, shape=same_as_input):
+    """Registers `op_type`: `shape`, kernel ``numpy_fn(x)`` and `gradient` (None: not differentiable).
 
     Returns:
         the tf function ``function(x, name=None)`` with docstring `doc`; None without `function`.
     """
-    registry.shape(op_type)(same_as_input)
+    registry.shape(op_type)(shape)
     registry.kernel(op_type)(lambda ctx, node, x: numpy_fn(x))
     if gradient is None:
         registry.no_gradient(op_type)
@@ -52,6 +56,24 @@ def _stable_sigmoid(x):
 
 def _softplus(x):
     return np.logaddexp(np.zeros((), x.dtype), x)
+
+
+def _bool_shape(inputs, attrs):
+    return [(_dtypes.bool, inputs[0].shape)]
+
+
+def _elementwise(scalar_fn):
+    """A numpy kernel from a Python scalar function (`math.erf`: numpy has none), in `x`'s dtype."""
+    ufunc = np.frompyfunc(scalar_fn, 1, 1)
+    return lambda x: np.asarray(ufunc(x), dtype=np.asarray(x).dtype)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_grad(op, grad, sign=1.0):
+    x = op.inputs[0]
+    return [grad * (sign * _TWO_OVER_SQRT_PI) * exp(-square(x))]
 
 
 def _sigmoid_grad(op, grad):
@@ -91,6 +113,39 @@ sin = _unary_op("Sin", np.sin, lambda op, grad: [grad * cos(op.inputs[0])], "sin
 cos = _unary_op(
     "Cos", np.cos, lambda op, grad: [-grad * sin(op.inputs[0])], "cos", doc="`tf.cos`: the cosine."
 )
+
+# The inverse trigonometric and hyperbolic functions, and their gradients as TF's math_grad.py.
+tan = _unary_op("Tan", np.tan, lambda op, grad: [grad * (1.0 + square(op.outputs[0]))], "tan")
+asin = _unary_op("Asin", np.arcsin, lambda op, grad: [grad * rsqrt(1.0 - square(op.inputs[0]))], "asin")
+acos = _unary_op("Acos", np.arccos, lambda op, grad: [-grad * rsqrt(1.0 - square(op.inputs[0]))], "acos")
+atan = _unary_op("Atan", np.arctan, lambda op, grad: [grad / (1.0 + square(op.inputs[0]))], "atan")
+sinh = _unary_op("Sinh", np.sinh, lambda op, grad: [grad * cosh(op.inputs[0])], "sinh")
+cosh = _unary_op("Cosh", np.cosh, lambda op, grad: [grad * sinh(op.inputs[0])], "cosh")
+asinh = _unary_op("Asinh", np.arcsinh, lambda op, grad: [grad / cosh(op.outputs[0])], "asinh")
+acosh = _unary_op("Acosh", np.arccosh, lambda op, grad: [grad / sinh(op.outputs[0])], "acosh")
+atanh = _unary_op("Atanh", np.arctanh, lambda op, grad: [grad / (1.0 - square(op.inputs[0]))], "atanh")
+erf = _unary_op("Erf", _elementwise(math.erf), _erf_grad, "erf", doc="`tf.erf`: the Gauss error function.")
+erfc = _unary_op("Erfc", _elementwise(math.erfc), lambda op, grad: _erf_grad(op, grad, -1.0), "erfc")
+expm1 = _unary_op("Expm1", np.expm1, lambda op, grad: [grad * exp(op.inputs[0])], "expm1")
+rsqrt = _unary_op(
+    "Rsqrt",
+    lambda x: np.reciprocal(np.sqrt(x)),
+    lambda op, grad: [-0.5 * grad * op.outputs[0] * square(op.outputs[0])],
+    "rsqrt",
+)
+# (Round and Rint are piecewise constant, as Floor: no gradient, as TF's None)
+_unary_op("Round", np.round, None)  # round(): integers pass through; np.round halves to even, as TF
+rint = _unary_op("Rint", np.rint, None, "rint", doc="`tf.rint`: the nearest integer, halves to even.")
+is_finite = _unary_op("IsFinite", np.isfinite, None, "is_finite", shape=_bool_shape)
+is_inf = _unary_op("IsInf", np.isinf, None, "is_inf", shape=_bool_shape)
+is_nan = _unary_op("IsNan", np.isnan, None, "is_nan", shape=_bool_shape)
+logical_not = _unary_op("LogicalNot", np.logical_not, None, "logical_not")
+
+
+def round(x, name=None):  # noqa: A001 - TF's public name tf.round
+    """`tf.round`: `x` rounded to the nearest integer, halves to even (banker's rounding, as TF)."""
+    x = convert_to_tensor(x)
+    return x if x.dtype.is_integer else _unary("Round", x, name)
 
 
 def relu(features, name=None):
