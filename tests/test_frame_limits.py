@@ -5,6 +5,7 @@ than one frame's bound (`wire.MAX_FRAME_BYTES`), and tensors larger than a frame
 import secrets
 import socket
 import struct
+import time
 
 import numpy as np
 import pytest
@@ -111,4 +112,50 @@ def test_a_variable_larger_than_a_frame_is_fed_and_fetched_across_processes(monk
                 sess.run(assign, {fed: value})  # a 3 MiB feed: three frames to each task
                 np.testing.assert_array_equal(sess.run(v), value)  # three frames back
     finally:
+        procs.stop()
+
+
+def _handshake_reply(sock, timeout_s=5.0):
+    """What the server answers a raw ZMTP greeting with: b"READY" (admitted) or b"ERROR"."""
+    sock.settimeout(timeout_s)
+    data = b""
+    while b"READY" not in data and b"ERROR" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return b"READY" if b"READY" in data else b"ERROR" if b"ERROR" in data else data
+
+
+def test_connections_past_the_cap_are_refused_in_the_handshake(monkeypatch):
+    """$NBDIST_MAX_CONNECTIONS=3: three raw peers are admitted, a fourth is refused before it can
+    send a byte of a message, and one leaving makes room again; the cluster's own client works."""
+    monkeypatch.setenv("NBDIST_MAX_CONNECTIONS", "3")
+    procs = ServerProcs(cluster_dict(local=1))
+    peers = []
+    try:
+        address = procs.address("local", 0)
+        for _ in range(3):
+            peers.append(_zmtp_dealer(address))
+            assert _handshake_reply(peers[-1]) == b"READY"
+        extra = _zmtp_dealer(address)
+        assert _handshake_reply(extra) == b"ERROR"
+        extra.close()
+        peers.pop().close()
+        deadline = time.monotonic() + 5
+        while True:  # the server notices the close at its next decision
+            again = _zmtp_dealer(address)
+            reply = _handshake_reply(again)
+            if reply == b"READY" or time.monotonic() > deadline:
+                break
+            again.close()
+        assert reply == b"READY"
+        peers.append(again)
+        for p in peers:
+            p.close()
+        with tf.Graph().as_default(), tf.Session(procs.target("local", 0)) as sess:
+            assert sess.run(tf.constant(2.0) * 3.0) == 6.0
+    finally:
+        for p in peers:
+            p.close()
         procs.stop()

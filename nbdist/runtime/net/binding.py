@@ -8,13 +8,14 @@ import time
 
 import zmq
 
-from nbdist.runtime.net import security, transport, wire
+from nbdist.runtime.net import admission, security, transport, wire
 from nbdist.runtime.net.transport import zmq_endpoint
 
 
 def bound_router(ctx, bind_address, task):
     """The server's ROUTER socket bound at `bind_address` (a CURVE server when the process has
-    CURVE keys), and the CURVE keys it encrypts with (None: plain ZeroMQ).
+    CURVE keys), the CURVE keys it encrypts with (None: plain ZeroMQ) and the cap on its
+    connections (`admission.ConnectionCap`, None without one).
 
     Raises:
         OSError: the address is in use, or not this host's (naming it and the fix).
@@ -28,16 +29,24 @@ def bound_router(ctx, bind_address, task):
     # Sending to an identity that is not connected raises (instead of a silent drop), so
     # a worker knows whether it could deliver fetched tensors straight to a client.
     router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    cap = None
     try:
         keys = security.secure_server(router)
+        cap = admission.cap_connections(router, task)
         router.bind(_bind_endpoint(bind_address, task))
     except zmq.ZMQError as e:
-        router.close(linger=0)
+        _close(router, cap)
         raise OSError(e.errno, _bind_error(e, task, bind_address)) from None
     except BaseException:
-        router.close(linger=0)
+        _close(router, cap)
         raise
-    return router, keys
+    return router, keys, cap
+
+
+def _close(router, cap):
+    if cap is not None:
+        cap.close()
+    router.close(linger=0)
 
 
 def bracketed(host):

@@ -179,14 +179,27 @@ def secure_client(socket):
 _ZAP_ENDPOINT = "inproc://zeromq.zap.01"  # where libzmq asks (RFC 27: ZAP)
 _zap_lock = threading.Lock()
 _zap_handlers = {}  # context -> the set of admitted CURVE public keys (binary, 32 bytes)
+_gates = {}  # ZAP domain -> admit(): False refuses the connection (`admission.ConnectionCap`)
+
+
+def gate(context, domain, admit):
+    """Asks ``admit()`` about every connection to a socket of ZAP `domain` (its ``zap_domain``):
+    False refuses it. Starts the context's ZAP handler if it has none."""
+    _gates[domain] = admit
+    _start_authenticator(context, None)
+
+
+def ungate(domain):
+    _gates.pop(domain, None)
 
 
 def _start_authenticator(context, public_key):
-    """Runs one ZAP handler per context (a daemon thread) that admits `public_key`.
+    """Runs one ZAP handler per context (a daemon thread) that admits `public_key` (if given) and
+    asks the domain's gate (`gate`) about every connection.
 
     Without a ZAP handler a CURVE server admits any client that knows its (public) key; with
     it, only holders of the cluster's secret key complete the handshake. Connections without
-    CURVE (NULL mechanism: other sockets of this process) are admitted as before.
+    CURVE (NULL mechanism: other sockets of this process) are admitted unless a gate refuses.
     """
     with _zap_lock:
         admitted = _zap_handlers.get(context)
@@ -205,7 +218,8 @@ def _start_authenticator(context, public_key):
             threading.Thread(
                 target=_serve_zap, args=(socket, admitted), daemon=True, name="nbdist-zap"
             ).start()
-        admitted.add(zmq.utils.z85.decode(public_key))
+        if public_key is not None:
+            admitted.add(zmq.utils.z85.decode(public_key))
 
 
 def _serve_zap(socket, admitted):
@@ -216,12 +230,23 @@ def _serve_zap(socket, admitted):
             frames = socket.recv_multipart()
         except zmq.ZMQError:  # the context is terminating
             return
-        version, request_id, mechanism, credentials = frames[0], frames[1], frames[5], frames[6:]
-        if mechanism == b"NULL" or (mechanism == b"CURVE" and credentials and credentials[0] in admitted):
+        version, request_id, domain, mechanism = frames[0], frames[1], frames[2], frames[5]
+        credentials = frames[6:]
+        admit = _gates.get(domain)
+        if admit is not None and not _asked(admit):
+            status, text = b"400", b"too many connections"
+        elif mechanism == b"NULL" or (mechanism == b"CURVE" and credentials and credentials[0] in admitted):
             status, text = b"200", b"OK"
         else:
             status, text = b"400", b"not a key of this cluster"
         socket.send_multipart([version, request_id, status, text, b"", b""])
+
+
+def _asked(admit):
+    try:
+        return admit()
+    except Exception:  # noqa: BLE001 - a gate that fails admits (the cap is a bound, not a lock)
+        return True
 
 
 # -- making keys -----------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ class ServingLoop:
         self.requests_served = 0
         self.malformed = 0
         ctx = context()
-        self._router, self._curve_keys = binding.bound_router(ctx, self.bind_address, task)
+        self._router, self._curve_keys, self._cap = binding.bound_router(ctx, self.bind_address, task)
         self._ipc = samehost.bind_ipc(self._router, address)  # same-host clients connect there
         self._local = samehost.is_loopback(address)  # every peer is on this host: shared memory
         # Clients of this host may also reach it on a link (`nbdist.runtime.net.links`).
@@ -227,6 +227,8 @@ class ServingLoop:
             self._run_due_timers()
         for fn in self._at_exit:
             self.guard(fn)
+        if self._cap is not None:
+            self._cap.close()
         self._router.close(linger=0)
         self._inbox.close(linger=0)
         for fd in list(self._links):
@@ -256,6 +258,9 @@ class ServingLoop:
         """Accepts new links, writes what waited for room, serves the requests that arrived."""
         if self._link_listener is not None and self._link_listener.fileno() in ready:
             for link in links.accept(self._link_listener, peer=f"a client of {self.task or self.address}"):
+                if self._cap is not None and self._cap.refuse_link(len(self._links)):
+                    link.close()  # past $NBDIST_MAX_CONNECTIONS, as the ROUTER's ZAP gate refuses
+                    continue
                 identity = _LINK_IDENTITY + next(self._link_ids).to_bytes(8, "big")
                 self._links[link.fileno()] = (identity, link)
                 self._link_of[identity] = link.fileno()
