@@ -6,15 +6,18 @@ import line is the only difference). Its last stdout line is JSON: ``values`` (t
 compare), ``deterministic`` and, for a program whose run is not deterministic, its stated
 ``target`` (each value's minimum).
 
-`run()` runs one: a ``"single"`` program as one process, a ``"cluster"`` program as a ps and two
-workers (each its own process on 127.0.0.1; output in files under `log_dir`), every wait
+`run()` runs one: a ``"single"`` program as one process, a ``"tf_test"`` file (a
+`tf.test.TestCase` module of tests/tf_style/) as one process reporting how many tests ran and
+whether all passed, a ``"cluster"`` program as a ps and two workers (each its own process on 127.0.0.1; output in files under `log_dir`), every wait
 bounded and every process killed by PID at the end. `record_tf.py` records real TF's results
 in `tf_outputs.json`; tests/test_tutorial_corpus.py runs nbdist and compares.
 """
 
 import hashlib
+import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +32,7 @@ OUTPUTS = HERE / "tf_outputs.json"
 # again, so under TF worker 1 starts once the chief's log shows this text.
 PROGRAMS = {
     "mlp_losses_metrics.py": {"kind": "single"},
+    "cnn_layers_test.py": {"kind": "tf_test", "path": HERE.parent / "tf_style" / "cnn_layers_test.py"},
     "cifar_bn_towers.py": {"kind": "single"},
     "mnist_cnn_between_graph.py": {"kind": "cluster"},
     "sync_replicas_cnn.py": {
@@ -41,8 +45,20 @@ TIMEOUT_S = {"nbdist": 60, "tf": 180}
 TF_SYNC_GRACE_S = 10  # how long a TF synchronous non-chief may outlive its chief (TF's known hang)
 
 
+def path(name):
+    return PROGRAMS[name].get("path", HERE / name)
+
+
 def sha256(name):
-    return hashlib.sha256((HERE / name).read_bytes()).hexdigest()
+    return hashlib.sha256(path(name).read_bytes()).hexdigest()
+
+
+def tf_version():
+    """The installed tensorflow's version (without importing it), or None."""
+    try:
+        return importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _env(lib):
@@ -64,6 +80,21 @@ def _check_exit(name, lib, task, code, err):
         raise RuntimeError(f"{name} under {lib} ({task}) exited {code} (None: killed, hung):\n{err[-4000:]}")
 
 
+def _test_report(done):
+    """A unittest run's report: how many tests ran, skipped and failed, whether it passed."""
+    text = done.stdout + done.stderr
+    ran = re.findall(r"^Ran (\d+) tests? in", text, re.M)
+    skipped = re.findall(r"skipped=(\d+)", text)
+    return {
+        "deterministic": True,
+        "values": {},
+        "passed": done.returncode == 0,
+        "tests_run": int(ran[-1]) if ran else 0,
+        "skipped": int(skipped[-1]) if skipped else 0,
+        **({} if done.returncode == 0 else {"output": text[-4000:]}),
+    }
+
+
 def _free_ports(n):
     sys.path.insert(0, str(REPO / "tests"))
     from procs import free_port  # tests/procs.py, found through tests/
@@ -80,19 +111,23 @@ def run(name, lib, log_dir):
     log_dir.mkdir(parents=True, exist_ok=True)
     args = ["--tf"] if lib == "tf" else []
     deadline = time.monotonic() + TIMEOUT_S[lib]
-    if spec["kind"] == "single":
+    if spec["kind"] in ("single", "tf_test"):
+        env = _env(lib)
+        env.pop("NBDIST_AS_TF", None)
         try:
             done = subprocess.run(
-                [sys.executable, str(HERE / name), *args],
+                [sys.executable, str(path(name)), *args],
                 capture_output=True,
                 text=True,
-                env=_env(lib),
-                cwd=log_dir,
+                env=env,
+                cwd=path(name).parent if spec["kind"] == "tf_test" else log_dir,
                 timeout=TIMEOUT_S[lib],
                 check=False,
             )
         except subprocess.TimeoutExpired as e:  # (subprocess.run kills the child by PID)
             raise RuntimeError(f"{name} under {lib} still running after {TIMEOUT_S[lib]} s") from e
+        if spec["kind"] == "tf_test":
+            return {"chief": _test_report(done), "workers": {}}
         _check_exit(name, lib, "its process", done.returncode, done.stderr)
         result = _last_json(done.stdout)
         return {"chief": result, "workers": {0: result}}
