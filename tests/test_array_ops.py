@@ -357,3 +357,29 @@ def test_indexing_and_packing_match_tensorflow(tf1_graph_mode):
     assert shapes == shapes_tf
     for a, b in zip(ours, theirs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("shape", "splits", "axis"),
+    [((6, 4), 3, 0), ((6, 4), [1, 3], 1), ((6, 4), [2, -1, 1], 0), ((2, 6, 3), 2, -2), ((4,), [4], 0)],
+)
+def test_split_matches_tensorflow(tf1, shape, splits, axis):
+    value = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    results = []
+    for t in (tf, tf1):
+        with t.Graph().as_default(), t.Session() as sess:
+            x = t.constant(value)
+            parts = t.split(x, splits, axis=axis)
+            weights = [t.constant(np.full(p.shape.as_list(), k + 1.0)) for k, p in enumerate(parts)]
+            loss = t.add_n([t.reduce_sum(p * w) for p, w in zip(parts, weights)])
+            results.append(sess.run([parts, t.gradients(loss, x)[0]]))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert [p.shape for p in ours] == [p.shape for p in theirs]
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(our_grad, their_grad)
+
+
+def test_split_into_unequal_parts_says_so(graph):
+    with pytest.raises(ValueError, match="does not split into 4 equal parts"):
+        tf.split(tf.zeros([6, 2]), 4)

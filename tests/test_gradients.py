@@ -271,6 +271,7 @@ CASES = [
         [r(2)],
     ),
     ("ReverseV2", lambda x: tf.reverse(x, [1]), [r(2, 3)]),
+    ("SplitV", lambda x: tf.split(x, [1, 2], axis=1)[1] * tf.split(x, 3, axis=1)[0], [r(2, 3)]),
     ("MatrixDiag", tf.matrix_diag, [r(2, 3)]),
     ("MatrixDiagPart", tf.matrix_diag_part, [r(2, 3, 4)]),
     ("MatrixSetDiag", tf.matrix_set_diag, [r(2, 3, 3), r(2, 3)]),

@@ -11,7 +11,7 @@ from nbdist.graph.graph import Tensor, get_default_graph
 from nbdist.graph.tensor_shape import TensorShape, as_shape
 from nbdist.ops import math_ops, registry
 from nbdist.ops._shapes import int_tensor, invalid_argument, static_length, unknown_dims
-from nbdist.ops.concat_slice_ops import concat, pad, slice, stack, unstack  # noqa: A004 - TF's tf.slice
+from nbdist.ops.concat_slice_ops import concat, pad, slice, split, stack, unstack  # noqa: A004 - TF's tf.slice
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.reshape_ops import (
     expand_dims,
@@ -41,6 +41,7 @@ __all__ = [
     "shape",
     "size",
     "slice",
+    "split",
     "squeeze",
     "stack",
     "transpose",

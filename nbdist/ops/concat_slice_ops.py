@@ -16,7 +16,7 @@ from nbdist.ops.constant_op import convert_n, convert_to_tensor
 from nbdist.ops.reshape_ops import reshape
 from nbdist.ops.shape_ops import get_static_value, rank, shape
 
-__all__ = ["concat", "pad", "slice", "stack", "unstack"]
+__all__ = ["concat", "pad", "slice", "split", "stack", "unstack"]
 
 
 # -- concat ----------------------------------------------------------------------------------------
@@ -265,3 +265,68 @@ def unstack(value, num=None, axis=0, name="unstack"):
             raise ValueError(f"cannot infer num from shape {value.shape}; pass num=")
         num = value.shape[axis]
     return registry.make_op("Unpack", [value], {"num": int(num), "axis": int(axis)}, name=name).outputs
+
+
+# -- split -------------------------------------------------------------------------------------------
+@registry.shape("SplitV")
+def _split_shape(inputs, attrs):
+    value, sizes = inputs[0], attrs["sizes"]
+    if value.shape.ndims is None:
+        return [(value.dtype, TensorShape(None))] * len(sizes)
+    dims = value.shape.as_list()
+    axis = normalize_axis(attrs["axis"], len(dims), "tf.split")
+    out = []
+    for size in sizes:
+        part = list(dims)
+        part[axis] = size
+        out.append((value.dtype, TensorShape(part)))
+    return out
+
+
+@registry.kernel("SplitV")
+def _split_kernel(ctx, node, value):
+    sizes, axis = node.attr["sizes"], node.attr["axis"]
+    if sum(sizes) != value.shape[axis]:
+        raise invalid_argument(
+            node,
+            f"Determined shape must either match input shape along split_dim exactly if fully "
+            f"specified, or be less than the size of the input along split_dim if not fully "
+            f"specified. Got: {sum(sizes)} for dimension {axis} of size {value.shape[axis]}",
+        )
+    parts = np.split(value, np.cumsum(sizes)[:-1], axis=axis)
+    return parts[0] if len(parts) == 1 else tuple(parts)  # (a kernel gives its one output itself)
+
+
+registry.gradient("SplitV")(lambda op, *grads: [concat(list(grads), op.get_attr("axis"))])
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """`tf.split`: `value` cut along `axis` into `num_or_size_splits` equal parts, or into parts of
+    the given sizes (one of them may be -1: the rest). The sizes and the axis are Python values
+    (nbdist needs the parts' count, as TF does, and their sizes when the graph is built)."""
+    value = convert_to_tensor(value)
+    axis = int(get_static_value(convert_to_tensor(axis)) if not isinstance(axis, int) else axis)
+    dims = value.shape.as_list() if value.shape.ndims is not None else None
+    length = None if dims is None else dims[normalize_axis(axis, len(dims), "tf.split")]
+    if isinstance(num_or_size_splits, (int, np.integer)):
+        count = int(num_or_size_splits)
+        if length is None:
+            raise ValueError(
+                f"tf.split: the size of dimension {axis} of {value.name} must be known to split it"
+            )
+        if count <= 0 or length % count:
+            raise ValueError(
+                f"Dimension {axis} in both shapes must be equal, but are {length} and "
+                f"{count * (length // max(count, 1))}: {length} does not split into {count} equal parts"
+            )
+        sizes = [length // count] * count
+    else:
+        sizes = [int(s) for s in np.asarray(get_static_value(convert_to_tensor(num_or_size_splits))).ravel()]
+        if sizes.count(-1) > 1:
+            raise ValueError("tf.split: at most one size may be -1")
+        if -1 in sizes:
+            if length is None:
+                raise ValueError(f"tf.split: a size -1 needs the size of dimension {axis} of {value.name}")
+            sizes[sizes.index(-1)] = length - (sum(sizes) + 1)
+    attrs = {"sizes": sizes, "axis": axis, "num_split": len(sizes)}
+    return registry.make_op("SplitV", [value], attrs, name=name).outputs

@@ -185,6 +185,11 @@ class TestCase(unittest.TestCase):
             a = self.evaluate(a)
         return np.asarray(a)
 
+    def assertLen(self, container, expected_len, msg=None):  # noqa: N802 - absl's, which TF's TestCase has
+        """Fails unless ``len(container) == expected_len``."""
+        if len(container) != expected_len:
+            self.fail(msg or f"{container!r:.200} has length {len(container)}, expected {expected_len}")
+
     def assertAllEqual(self, a, b, msg=None):  # noqa: N802 - TF's name
         """`a` and `b` have the same shape and equal elements (NaN equals NaN for floats)."""
         a, b = self._value(a), self._value(b)
