@@ -4,6 +4,11 @@ l2_loss, dropout."""
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.activation_ops import crelu, elu, relu6, selu, silu, softsign, swish
 from nbdist.ops.bias_ops import bias_add
+from nbdist.ops.candidate_sampling_ops import (
+    fixed_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from nbdist.ops.conv_ops import (
     conv2d,
     conv2d_backprop_filter,
@@ -31,11 +36,13 @@ from nbdist.ops.nn_ops import (
 )
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
+from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
 from nbdist.ops.top_k_ops import in_top_k, top_k
 
 __all__ = [
     "avg_pool",
     "bias_add",
+    "compute_accidental_hits",
     "conv2d",
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
@@ -46,13 +53,17 @@ __all__ = [
     "depthwise_conv2d_native_backprop_input",
     "dropout",
     "embedding_lookup",
+    "fixed_unigram_candidate_sampler",
     "l2_loss",
     "leaky_relu",
     "local_response_normalization",
     "log_softmax",
+    "log_uniform_candidate_sampler",
     "lrn",
     "max_pool",
+    "nce_loss",
     "relu",
+    "sampled_softmax_loss",
     "separable_conv2d",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
@@ -62,6 +73,7 @@ __all__ = [
     "softplus",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "uniform_candidate_sampler",
     "xw_plus_b",
 ]
 
