@@ -9,8 +9,8 @@ record_tf.py. So CI normally runs nbdist only.
 
 Deterministic programs (one process, or a fixed order of steps) match TF's numbers to rtol 1e-4
 (atol 1e-6 for values near zero) and everything else they report exactly. The others (between-
-graph and synchronous training across a ps and two workers) each reach the target the program
-states, and nbdist's and TF's final metrics differ by less than 20%.
+graph and synchronous training across one or two ps tasks and two workers) each reach the
+target the program states, and nbdist's and TF's final metrics differ by less than 20%.
 """
 
 import json

@@ -8,7 +8,8 @@ compare), ``deterministic`` and, for a program whose run is not deterministic, i
 
 `run()` runs one: a ``"single"`` program as one process, a ``"tf_test"`` file (a
 `tf.test.TestCase` module of tests/tf_style/) as one process reporting how many tests ran and
-whether all passed, a ``"cluster"`` program as a ps and two workers (each its own process on 127.0.0.1; output in files under `log_dir`), every wait
+whether all passed, a ``"cluster"`` program as a ps (or ``ps_tasks`` of them) and two workers
+(each its own process on 127.0.0.1; output in files under `log_dir`), every wait
 bounded and every process killed by PID at the end. `record_tf.py` records real TF's results
 in `tf_outputs.json`; tests/test_tutorial_corpus.py runs nbdist and compares.
 """
@@ -29,7 +30,8 @@ OUTPUTS = HERE / "tf_outputs.json"
 
 # program file -> how it runs. `tf_start_worker1_after`: real TF's non-chief
 # MonitoredTrainingSession that finds the model not yet initialized sleeps 30 s before it looks
-# again, so under TF worker 1 starts once the chief's log shows this text.
+# again, so under TF worker 1 starts once the chief's log shows this text. `ps_tasks`: how many
+# ps processes a cluster program gets (default 1).
 PROGRAMS = {
     "mlp_losses_metrics.py": {"kind": "single"},
     "cnn_layers_test.py": {"kind": "tf_test", "path": HERE.parent / "tf_style" / "cnn_layers_test.py"},
@@ -38,6 +40,11 @@ PROGRAMS = {
     "sync_replicas_cnn.py": {
         "kind": "cluster",
         "sync": True,
+        "tf_start_worker1_after": "Done running local_init_op",
+    },
+    "word2vec_distributed.py": {
+        "kind": "cluster",
+        "ps_tasks": 2,
         "tf_start_worker1_after": "Done running local_init_op",
     },
 }
@@ -135,25 +142,28 @@ def run(name, lib, log_dir):
 
 
 class _Cluster:
-    """A ps and two workers of one program, started at construction; `result()` waits
-    (bounded) and kills every process by PID."""
+    """A ps (or ``ps_tasks`` of them) and two workers of one program, started at construction;
+    `result()` waits (bounded) and kills every process by PID."""
 
     def __init__(self, name, lib, spec, log_dir, deadline):
         self.name, self.lib, self.spec, self.log_dir, self.deadline = name, lib, spec, log_dir, deadline
-        ps, w0, w1 = _free_ports(3)
+        n_ps = spec.get("ps_tasks", 1)
+        *ps, w0, w1 = _free_ports(n_ps + 2)
+        self.ps = ["ps"] if n_ps == 1 else [f"ps{i}" for i in range(n_ps)]
         common = [
-            f"--ps_hosts=localhost:{ps}",
+            f"--ps_hosts={','.join(f'localhost:{port}' for port in ps)}",
             f"--worker_hosts=localhost:{w0},localhost:{w1}",
             *(["--tf"] if lib == "tf" else []),
         ]
         self.argv = {
-            "ps": [*common, "--job_name=ps", "--task_index=0"],
+            **{proc: [*common, "--job_name=ps", f"--task_index={i}"] for i, proc in enumerate(self.ps)},
             "worker0": [*common, "--job_name=worker", "--task_index=0"],
             "worker1": [*common, "--job_name=worker", "--task_index=1"],
         }
         self.procs, self.files = {}, []
         try:
-            self._start("ps")
+            for proc in self.ps:
+                self._start(proc)
             self._start("worker0")
             marker = spec.get("tf_start_worker1_after") if lib == "tf" else None
             if marker:
@@ -189,11 +199,11 @@ class _Cluster:
             tf_sync = self.lib == "tf" and self.spec.get("sync")
             deadline = min(self.deadline, time.monotonic() + TF_SYNC_GRACE_S) if tf_sync else self.deadline
             codes[1] = self._wait("worker1", deadline)
-            ps_alive = self.procs["ps"].poll() is None
+            ps_exited = [proc for proc in self.ps if self.procs[proc].poll() is not None]
         finally:
             self.kill()
-        if not ps_alive:
-            raise RuntimeError(f"{self.name} under {self.lib}: the ps exited before it was killed")
+        if ps_exited:
+            raise RuntimeError(f"{self.name} under {self.lib}: {ps_exited} exited before it was killed")
         workers = {}
         for task, code in codes.items():
             out, err = ((self.log_dir / f"worker{task}.{kind}").read_text() for kind in ("out", "err"))
