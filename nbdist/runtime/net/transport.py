@@ -290,11 +290,11 @@ class Channel:
         return not self.connected and (self.disconnected_at is not None or self.refused_since is not None)
 
     def lost_error(self, started):
-        """`UnavailableError` for a lost connection, with the real time: waited since `started`
-        when it was seen connected since then, else when it was last seen connected."""
+        """`UnavailableError` for a lost connection, with the real time: when it was last seen
+        connected (one wording whether that was before or after the call started at `started`,
+        so that the same fault reads the same every time)."""
+        del started  # (the time since the connection was last seen up says more than the call's)
         now = time.monotonic()
-        if self.seen_up_at is not None and self.seen_up_at >= started:
-            return self.unavailable(now - started, LOST)
         seen = (
             ""
             if self.seen_up_at is None
