@@ -4,9 +4,8 @@
 `xw_plus_b`, `clip_by_value`, Adam/Adagrad/RMSProp, `tf.metrics.accuracy`) and
 `train_scripts/mts_replica.py` (`MonitoredTrainingSession`, `decode_csv` on fed CSV lines,
 `clip_by_global_norm`, int32 global step, local variables, `Scaffold`, the sync hook) together
-use every API pattern of the public scripts they stand for; `train_scripts/data_pipeline.py`
-feeds each worker its shard of CSV files through `tf.data` (`TextLineDataset`, `shard`, `map`,
-`shuffle`, `repeat`, `batch`) (TF's `mnist_replica.py`, the
+use every API pattern of the public scripts they stand for (tests/tutorial_corpus/ has more
+programs, real TF's results recorded there) (TF's `mnist_replica.py`, the
 distributed how-to's trainer, two tutorial repositories and a course assignment; see
 docs/architecture.md).
 
@@ -166,14 +165,11 @@ CASES = {
     "supervisor-sync": ("supervisor_replica.py", True, ["--optimizer=adam"]),
     "mts-async": ("mts_replica.py", False, ["--optimizer=adagrad"]),
     "mts-sync": ("mts_replica.py", True, ["--optimizer=rmsprop"]),
-    "data-async": ("data_pipeline.py", False, []),
 }
 
 
 def _args(case, log_dir):
     script, _, extra = CASES[case]
-    if script == "data_pipeline.py":
-        return [*extra, f"--data_dir={log_dir / 'data'}"]
     return [*extra, f"--checkpoint_dir={log_dir / 'ckpt'}"] if script == "mts_replica.py" else extra
 
 
@@ -189,9 +185,7 @@ def tf_clusters(tmp_path_factory):
     clusters = {}
     try:
         for case, (script, sync, _) in CASES.items():
-            marker = (
-                "Done running local_init_op" if script in ("mts_replica.py", "data_pipeline.py") else None
-            )
+            marker = "Done running local_init_op" if script == "mts_replica.py" else None
             clusters[case] = _Cluster(script, "tf", sync, root / case, _args(case, root / case), marker)
         yield clusters
     finally:

@@ -42,6 +42,7 @@ PROGRAMS = {
         "sync": True,
         "tf_start_worker1_after": "Done running local_init_op",
     },
+    "data_pipeline_shards.py": {"kind": "cluster", "tf_start_worker1_after": "Done running local_init_op"},
     "word2vec_distributed.py": {
         "kind": "cluster",
         "ps_tasks": 2,
