@@ -121,9 +121,9 @@ def main(_):
         stop_grace_period_secs=5,
         max_wait_secs=60,
     )
-    losses, step = [], 0
+    losses = []
     while not sess.should_stop():
-        _, batch_loss, step = sess.run([train_op, loss, global_step])
+        _, batch_loss = sess.run([train_op, loss])
         losses.append(float(batch_loss))
     sess.close()
     held_out = np.random.RandomState(99).normal(size=(200, FEATURES)).astype(np.float32)
