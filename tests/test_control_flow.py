@@ -370,3 +370,12 @@ def test_closing_the_session_cancels_a_running_loop_naming_it(graph):
     (error,) = failure
     assert isinstance(error, tf.errors.CancelledError)
     assert re.search(r"while loop 'spinning' at iteration \d+", error.message), error.message
+
+
+def test_a_loop_with_random_draws_runs_but_is_not_differentiated(graph):
+    x = tf.placeholder(tf.float32, [3])
+    _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y + tf.random_uniform([3]) * x), [0, x])
+    with tf.Session() as sess:
+        assert sess.run(y, {x: [1.0, 1.0, 1.0]}).shape == (3,)  # without a gradient it runs
+    with pytest.raises(ValueError, match=r"cannot differentiate while loop 'while'.*draws random numbers"):
+        tf.gradients(tf.reduce_sum(y), x)

@@ -15,7 +15,8 @@ The gradient is another loop (``WhileGrad``) that runs the same number of iterat
 backwards: at iteration k it runs the body's gradient function on the history's entry k, the
 gradients of the body's outputs and of that iteration's accumulated values, and sums the
 gradients of the captured tensors. The body is recomputed from its inputs (an op with random
-results in a differentiated body would differ between the two passes: nbdist refuses it).
+results in a differentiated body would differ between the two passes: nbdist refuses the
+gradient of such a loop; the loop itself runs).
 
 A loop runs where its op is placed; every op of its condition and body runs there too. An op
 of a body with a device of another task is refused when the step is partitioned, naming it.
@@ -60,6 +61,7 @@ def _loop_grad(op, *grads):
     diff_caps = [i for i, t in enumerate(captures) if t.dtype.is_floating]
     if not diff_vars and not diff_caps:
         return [None] * n_inputs
+    _refuse_random_body(op)
     body_grad = _body_gradient(op, diff_vars, diff_caps)
     var_grads = [grads[i] for i in diff_vars]
     acc_grads = list(grads[n_vars : n_vars + n_acc])
@@ -257,8 +259,6 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
             inputs.append(convert_to_tensor(maximum_iterations, dtype=_dtypes.int32))
         inputs += captures
         stateful = _is_stateful(cond_graph) or _is_stateful(body_graph)
-        if stateful and back_prop and _has_random(body_graph):
-            back_prop = _random_body_refused(loop_name)
         attrs = {
             "cond": cond_def,
             "body": body_def,
@@ -282,19 +282,33 @@ def _while(cond, body, loop_vars, shape_invariants, back_prop, maximum_iteration
     return op.outputs[:n], op.outputs[n : n + n_accumulated], op
 
 
-_RANDOM_OPS = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle"})
+_RANDOM_OPS = frozenset(
+    {
+        "Multinomial",
+        "RandomGamma",
+        "RandomPoissonV2",
+        "RandomShuffle",
+        "RandomStandardNormal",
+        "RandomUniform",
+        "RandomUniformInt",
+        "TruncatedNormal",
+        "FixedUnigramCandidateSampler",
+        "LogUniformCandidateSampler",
+        "UniformCandidateSampler",
+    }
+)  # stateful draws (a stateless op draws the same again: recomputing it is fine)
 
 
-def _has_random(func):
-    return any(op.type in _RANDOM_OPS for op in func.get_operations())
-
-
-def _random_body_refused(loop_name):
-    raise ValueError(
-        f"while loop {loop_name!r} has random ops in its body and back_prop=True: nbdist's loop "
-        "gradient recomputes the body, which would draw other numbers. Draw them before the loop "
-        "(and index them in the body), or pass back_prop=False"
-    )
+def _refuse_random_body(op):
+    """The gradient recomputes the body: a body that draws random numbers would draw others."""
+    drawn = [n.name for n in op.get_attr("body").nodes if n.op in _RANDOM_OPS]
+    if drawn:
+        raise ValueError(
+            f"cannot differentiate while loop {op.get_attr('loop')!r}: its body draws random numbers "
+            f"({', '.join(drawn[:3])}) and nbdist's loop gradient recomputes the body, which would draw "
+            "others. Draw them before the loop (and index them in the body), use a stateless random op, "
+            "or stop the gradient"
+        )
 
 
 def while_loop(
