@@ -91,7 +91,8 @@ on (a body op of another task is refused when the step is partitioned, naming it
 reads variables but does not update them or other resources (refused when it is built); its
 iterations run one after another (`parallel_iterations` and `swap_memory` are accepted and
 unused); the gradient of a loop whose body draws random numbers is refused (it recomputes
-the body; the loop itself runs). A TF 1.x GraphDef's `tf.cond` imports; its `while_loop` (Enter/Exit frames) does not.
+the body; the loop itself runs). A TF 1.x GraphDef's `tf.cond` imports; its `while_loop`
+(Enter/Exit frames) does not.
 Shuffled orders are nbdist's own (seeded, one permutation per epoch), not TF's.
 `tf.app`, `tf.flags` (absl's flags, as in TF 1.x) and `tf.logging` are modules: every
 name of TF's is there.
