@@ -177,14 +177,25 @@ def _module(root, path):
     return module
 
 
-def _tested(prefix, name, text):
+def _spelled(text):
+    """Every dotted path the tests spell after a library's name (``tf.nn.relu`` -> ``nn.relu``,
+    ``relu``'s prefixes too), and every ``<word>.<name>`` pair (``gfile.Exists``): read once."""
+    paths = set()
+    for match in re.finditer(r"\b(?:tf|t|lib|tf1|nbdist)\.([A-Za-z_][\w.]*)", text):
+        parts = match.group(1).split(".")
+        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    pairs = set(re.findall(r"\b([A-Za-z_]\w*\.[A-Za-z_]\w*)\b", text))
+    return paths, pairs
+
+
+def _tested(prefix, name, spelled):
     """Whether some test calls ``<lib>.<prefix><name>`` (``tf.nn.relu``, ``t.nn.relu``, ...), or
     ``<module>.<name>`` for a module whose name no standard module has (``gfile.Exists``)."""
-    pattern = r"\b(?:tf|t|lib|tf1|nbdist)\." + re.escape(prefix) + re.escape(name) + r"\b"
+    paths, pairs = spelled
+    if f"{prefix}{name}" in paths:
+        return True
     last = prefix.rstrip(".").rpartition(".")[2]
-    if last and last not in sys.stdlib_module_names:
-        pattern += r"|\b" + re.escape(last) + r"\." + re.escape(name) + r"\b"
-    return re.search(pattern, text) is not None
+    return bool(last) and last not in sys.stdlib_module_names and f"{last}.{name}" in pairs
 
 
 def coverage_table():
@@ -201,7 +212,7 @@ def coverage_table():
     except ImportError:
         return None
     tf1 = tensorflow.compat.v1
-    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(TESTS.rglob("*.py")))
+    spelled = _spelled("\n".join(p.read_text(encoding="utf-8") for p in sorted(TESTS.rglob("*.py"))))
     rows, total, excluded = [], [0, 0, 0], {reason: [] for reason in EXCLUDED}
     for path in COVERAGE:
         theirs, ours = _module(tf1, path), _module(tf, path)
@@ -212,7 +223,7 @@ def coverage_table():
         )
         prefix = f"{path}." if path else ""
         has = [n for n in names if ours is not None and _has(ours, n)]
-        tested = [n for n in has if _tested(prefix, n, text)]
+        tested = [n for n in has if _tested(prefix, n, spelled)]
         for n in names:
             for reason, pattern in EXCLUDED.items():
                 if pattern.search(n) and n not in has:
