@@ -20,8 +20,38 @@ from nbdist.ops.conv_ops import (
     depthwise_conv2d_native_backprop_input,
     separable_conv2d,
 )
+from nbdist.ops.conv_ops import (
+    depthwise_conv2d_native_backprop_filter as depthwise_conv2d_backprop_filter,
+)
+from nbdist.ops.conv_ops import (
+    depthwise_conv2d_native_backprop_input as depthwise_conv2d_backprop_input,
+)
 from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
+from nbdist.ops.nn_extra_ops import (
+    atrous_conv2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool_v2,
+    batch_norm_with_global_normalization,
+    compute_average_loss,
+    conv1d,
+    convolution,
+    depth_to_space,
+    embedding_lookup_sparse,
+    log_poisson_loss,
+    max_pool1d,
+    max_pool2d,
+    max_pool_v2,
+    normalize_moments,
+    pool,
+    relu_layer,
+    scale_regularization_loss,
+    space_to_depth,
+    sufficient_statistics,
+    weighted_cross_entropy_with_logits,
+    weighted_moments,
+)
 from nbdist.ops.nn_ops import (
     dropout,
     l2_loss,
@@ -37,33 +67,54 @@ from nbdist.ops.nn_ops import (
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
+from nbdist.ops.statistics_ops import zero_fraction
 from nbdist.ops.top_k_ops import in_top_k, top_k
 
 __all__ = [
+    "atrous_conv2d",
     "avg_pool",
+    "avg_pool1d",
+    "avg_pool2d",
+    "avg_pool_v2",
+    "batch_norm_with_global_normalization",
     "bias_add",
     "compute_accidental_hits",
+    "compute_average_loss",
+    "conv1d",
     "conv2d",
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
     "conv2d_transpose",
+    "convolution",
+    "depth_to_space",
     "depthwise_conv2d",
+    "depthwise_conv2d_backprop_filter",
+    "depthwise_conv2d_backprop_input",
     "depthwise_conv2d_native",
     "depthwise_conv2d_native_backprop_filter",
     "depthwise_conv2d_native_backprop_input",
     "dropout",
     "embedding_lookup",
+    "embedding_lookup_sparse",
     "fixed_unigram_candidate_sampler",
     "l2_loss",
     "leaky_relu",
     "local_response_normalization",
+    "log_poisson_loss",
     "log_softmax",
     "log_uniform_candidate_sampler",
     "lrn",
     "max_pool",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool_v2",
     "nce_loss",
+    "normalize_moments",
+    "pool",
     "relu",
+    "relu_layer",
     "sampled_softmax_loss",
+    "scale_regularization_loss",
     "separable_conv2d",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
@@ -71,10 +122,15 @@ __all__ = [
     "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2",
     "softplus",
+    "space_to_depth",
     "sparse_softmax_cross_entropy_with_logits",
+    "sufficient_statistics",
     "tanh",
     "uniform_candidate_sampler",
+    "weighted_cross_entropy_with_logits",
+    "weighted_moments",
     "xw_plus_b",
+    "zero_fraction",
 ]
 
 # Issue 29 §3: the remaining activations, normalizations, top_k / in_top_k.
