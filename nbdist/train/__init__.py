@@ -14,6 +14,7 @@ from nbdist.ops.example_protos import (
     SequenceExample,
 )
 from nbdist.train import in_graph  # nbdist addition: tf.train.in_graph.replicate, average_gradients
+from nbdist.train.adadelta import AdadeltaOptimizer
 from nbdist.train.adagrad import AdagradOptimizer
 from nbdist.train.adam import AdamOptimizer
 from nbdist.train.basic_session_run_hooks import (
@@ -39,6 +40,7 @@ from nbdist.train.checkpoint_management import (
 )
 from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
+from nbdist.train.ftrl import FtrlOptimizer
 from nbdist.train.gradient_descent import GradientDescentOptimizer
 from nbdist.train.input import (
     batch,
@@ -75,6 +77,7 @@ from nbdist.train.monitored_session import (
 )
 from nbdist.train.moving_averages import ExponentialMovingAverage
 from nbdist.train.optimizer import Optimizer
+from nbdist.train.proximal import ProximalAdagradOptimizer, ProximalGradientDescentOptimizer
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.report_hook import ReportHook
 from nbdist.train.rmsprop import RMSPropOptimizer
@@ -93,6 +96,7 @@ from nbdist.train.training_util import (
 )
 
 __all__ = [
+    "AdadeltaOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
     "BytesList",
@@ -109,6 +113,7 @@ __all__ = [
     "Features",
     "FinalOpsHook",
     "FloatList",
+    "FtrlOptimizer",
     "GradientDescentOptimizer",
     "Int64List",
     "LoggingTensorHook",
@@ -119,6 +124,8 @@ __all__ = [
     "NanLossDuringTrainingError",
     "NanTensorHook",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "QueueRunner",
     "RMSPropOptimizer",
     "ReportHook",
