@@ -25,7 +25,7 @@ from nbdist.ops.shape_ops import shape
 from nbdist.ops.state_ops import Variable, global_variables
 from nbdist.ops.variable_scope import VariableScope, get_variable, variable_scope
 
-__all__ = ["Layer"]
+__all__ = ["InputSpec", "Layer"]
 
 _UIDS_KEY = ("__layer_name_uids",)
 
@@ -62,6 +62,57 @@ def training_switch(value, what):
     if isinstance(value, (bool, np.bool_)) or value in (0, 1):
         return bool(value)
     raise TypeError(f"{what}: training must be a Python bool or a scalar bool tensor, got {value!r}")
+
+
+class InputSpec:
+    """`tf.layers.InputSpec`: what a layer accepts (a dtype, a shape or a rank, rank bounds,
+    known sizes of some axes), as plain data; nbdist's layers do not check it.
+
+    Args:
+        shape: a shape with ``None`` for unknown sizes; sets `ndim` to its length.
+        axes: ``{axis: size}`` for the axes whose size is fixed (keys made ints).
+    """
+
+    def __init__(
+        self,
+        dtype=None,
+        shape=None,
+        ndim=None,
+        max_ndim=None,
+        min_ndim=None,
+        axes=None,
+        allow_last_axis_squeeze=False,
+        name=None,
+    ):
+        self.dtype = None if dtype is None else _dtypes.as_dtype(dtype).name
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim = max_ndim
+        self.min_ndim = min_ndim
+        self.name = name
+        self.allow_last_axis_squeeze = allow_last_axis_squeeze
+        self.axes = {int(k): v for k, v in (axes or {}).items()}
+        if self.axes and self.ndim is not None and max(self.axes) >= self.ndim:
+            raise ValueError(f"InputSpec: axis {max(self.axes)} is beyond ndim {self.ndim}")
+
+    def __repr__(self):
+        fields = ("dtype", "shape", "ndim", "max_ndim", "min_ndim", "axes")
+        spec = [f"{k}={getattr(self, k)}" for k in fields if getattr(self, k)]
+        return f"InputSpec({', '.join(spec)})"
+
+    def get_config(self):
+        return {
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "ndim": self.ndim,
+            "max_ndim": self.max_ndim,
+            "min_ndim": self.min_ndim,
+            "axes": self.axes,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
 
 def add_to_collection_once(elements, key):

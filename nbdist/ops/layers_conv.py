@@ -1,5 +1,6 @@
 """`tf.layers.Conv2D` / `conv2d`, `MaxPooling2D` / `max_pooling2d`, `AveragePooling2D` /
-`average_pooling2d` (TF 1.x's layers over `tf.nn.conv2d`, `bias_add`, `max_pool`, `avg_pool`).
+`average_pooling2d`, `MaxPooling1D` / `max_pooling1d`, `AveragePooling1D` / `average_pooling1d`
+(on a height of one): TF 1.x's layers over `tf.nn.conv2d`, `bias_add`, `max_pool`, `avg_pool`.
 
 Sizes are an int or a pair; ``padding`` is Keras's lower-case ``"valid"`` / ``"same"``;
 ``data_format`` ``"channels_last"`` (NHWC) or ``"channels_first"`` (NCHW). The kernel is
@@ -12,35 +13,48 @@ from nbdist.ops.bias_ops import bias_add
 from nbdist.ops.init_ops import zeros_initializer
 from nbdist.ops.layers_base import Layer
 from nbdist.ops.layers_core import get_activation
+from nbdist.ops.reshape_ops import expand_dims, squeeze
 
 __all__ = [
+    "AveragePooling1D",
     "AveragePooling2D",
     "Conv2D",
+    "MaxPooling1D",
     "MaxPooling2D",
+    "average_pooling1d",
     "average_pooling2d",
     "conv2d",
+    "max_pooling1d",
     "max_pooling2d",
 ]
 
 _FORMATS = {"channels_last": "NHWC", "channels_first": "NCHW"}
 
 
-def _pair(value, what, layer):
+def int_tuple(value, rank, what, layer):
+    """`value` (an int, or `rank` ints) as a tuple of `rank` ints: a layer's sizes and strides."""
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * rank
     value = tuple(value)
-    if len(value) != 2 or not all(isinstance(v, int) for v in value):
-        raise ValueError(f"{layer}: {what} must be an int or a pair of ints, got {value!r}")
+    if len(value) != rank or not all(isinstance(v, int) for v in value):
+        kind = "an int" if rank == 1 else "a pair of ints" if rank == 2 else f"{rank} ints"
+        raise ValueError(f"{layer}: {what} must be an int or {kind}, got {value!r}")
     return value
 
 
-def _padding(padding, layer):
+def _pair(value, what, layer):
+    return int_tuple(value, 2, what, layer)
+
+
+def layer_padding(padding, layer):
+    """Keras's ``"valid"`` / ``"same"`` (any case) as the ops' ``"VALID"`` / ``"SAME"``."""
     if not isinstance(padding, str) or padding.lower() not in ("valid", "same"):
         raise ValueError(f"{layer}: padding must be 'valid' or 'same', got {padding!r}")
     return padding.upper()
 
 
-def _data_format(data_format, layer):
+def layer_data_format(data_format, layer):
+    """``"channels_last"`` / ``"channels_first"`` as ``"NHWC"`` / ``"NCHW"``."""
     if data_format not in _FORMATS:
         raise ValueError(
             f"{layer}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}"
@@ -87,9 +101,9 @@ class Conv2D(Layer):
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "kernel_size", self.name)
         self.strides = _pair(strides, "strides", self.name)
-        self.padding = _padding(padding, self.name)
+        self.padding = layer_padding(padding, self.name)
         self.data_format = data_format
-        self._tf_format = _data_format(data_format, self.name)
+        self._tf_format = layer_data_format(data_format, self.name)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate", self.name)
         self.activation = get_activation(activation)
         self.use_bias = use_bias
@@ -200,9 +214,9 @@ class _Pooling2D(Layer):
         super().__init__(name=name, **kwargs)
         self.pool_size = _pair(pool_size, "pool_size", self.name)
         self.strides = _pair(pool_size if strides is None else strides, "strides", self.name)
-        self.padding = _padding(padding, self.name)
+        self.padding = layer_padding(padding, self.name)
         self.data_format = data_format
-        self._tf_format = _data_format(data_format, self.name)
+        self._tf_format = layer_data_format(data_format, self.name)
 
     def call(self, inputs):
         pool, op_name = self._POOL
@@ -233,3 +247,52 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
 def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
     """`tf.layers.average_pooling2d`: `AveragePooling2D` applied once."""
     return AveragePooling2D(pool_size, strides, padding=padding, data_format=data_format, name=name)(inputs)
+
+
+class _Pooling1D(Layer):
+    _POOL = None  # (tf.nn function, op name)
+
+    def __init__(self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.pool_size = int_tuple(pool_size, 1, "pool_size", self.name)
+        self.strides = int_tuple(pool_size if strides is None else strides, 1, "strides", self.name)
+        self.padding = layer_padding(padding, self.name)
+        self.data_format = data_format
+        self._axis = 2 if layer_data_format(data_format, self.name) == "NCHW" else 1
+
+    def call(self, inputs):
+        pool, op_name = self._POOL
+        nchw = self._axis == 2
+        ksize = [1, 1, 1, *self.pool_size] if nchw else [1, 1, *self.pool_size, 1]
+        strides = [1, 1, 1, *self.strides] if nchw else [1, 1, *self.strides, 1]
+        outputs = pool(
+            expand_dims(inputs, self._axis),
+            ksize,
+            strides,
+            self.padding,
+            data_format="NCHW" if nchw else "NHWC",
+            name=op_name,
+        )
+        return squeeze(outputs, [self._axis])
+
+
+class MaxPooling1D(_Pooling1D):
+    """`tf.layers.MaxPooling1D`: the max over `pool_size` windows every `strides` (``[N, W, C]``)."""
+
+    _POOL = (pool_ops.max_pool, "MaxPool")
+
+
+class AveragePooling1D(_Pooling1D):
+    """`tf.layers.AveragePooling1D`: the mean over `pool_size` windows every `strides`."""
+
+    _POOL = (pool_ops.avg_pool, "AvgPool")
+
+
+def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """`tf.layers.max_pooling1d`: `MaxPooling1D` applied once."""
+    return MaxPooling1D(pool_size, strides, padding=padding, data_format=data_format, name=name)(inputs)
+
+
+def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """`tf.layers.average_pooling1d`: `AveragePooling1D` applied once."""
+    return AveragePooling1D(pool_size, strides, padding=padding, data_format=data_format, name=name)(inputs)
