@@ -23,8 +23,9 @@ from nbdist.ops.metrics_ops import (
     mean,
     metric_variable,
     remove_squeezable_dimensions,
+    squeeze_weights,
 )
-from nbdist.ops.reshape_ops import expand_dims, reshape, squeeze, transpose
+from nbdist.ops.reshape_ops import reshape, transpose
 from nbdist.ops.variable_scope import variable_scope
 
 __all__ = [
@@ -48,28 +49,13 @@ def _add(collections, tensor):
         add_to_collection(collection, tensor)
 
 
-def _squeeze_weights(weights, values):
-    """TF's weights handling in ``remove_squeezable_dimensions``: one extra trailing axis is
-    squeezed, one missing trailing axis is added (static ranks); float32."""
-    if weights is None:
-        return None
-    weights = math_ops.cast(convert_to_tensor(weights), _dtypes.float32)
-    wr, vr = weights.shape.ndims, values.shape.ndims
-    if wr is not None and vr is not None and wr > 0:
-        if wr == vr + 1 and weights.shape.dims[-1] in (1, None):
-            weights = squeeze(weights, [-1])
-        elif wr == vr - 1:
-            weights = expand_dims(weights, -1)
-    return weights
-
-
 def _as_bool_floats(labels, predictions, weights):
     """Labels and predictions as 0/1 float32 (TF casts both to bool), squeezed as TF does."""
     labels, predictions = convert_to_tensor(labels), convert_to_tensor(predictions)
     labels, predictions = remove_squeezable_dimensions(labels, predictions)
     as01 = lambda t: math_ops.cast(math_ops.cast(t, _dtypes.bool), _dtypes.float32)  # noqa: E731
     labels, predictions = as01(labels), as01(predictions)
-    return labels, predictions, _squeeze_weights(weights, predictions)
+    return labels, predictions, squeeze_weights(weights, predictions)
 
 
 # -- the four confusion counts -----------------------------------------------------------------------
@@ -206,7 +192,7 @@ def _errors(labels, predictions, weights):
     labels, predictions = remove_squeezable_dimensions(labels, predictions)
     if labels.dtype != predictions.dtype:
         predictions = math_ops.cast(predictions, labels.dtype)
-    return labels, predictions, _squeeze_weights(weights, predictions)
+    return labels, predictions, squeeze_weights(weights, predictions)
 
 
 def mean_absolute_error(
@@ -269,7 +255,7 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
         total = metric_variable(values.shape, _dtypes.float32, name="total_tensor")
         count = metric_variable(values.shape, _dtypes.float32, name="count_tensor")
         num_values = math_ops.ones_like(values)
-        weights = _squeeze_weights(weights, values)
+        weights = squeeze_weights(weights, values)
         if weights is not None:
             weights = weights * num_values  # broadcast to the values' shape
             values = values * weights
@@ -294,7 +280,7 @@ def confusion_at_thresholds(labels, predictions, thresholds, weights, includes=(
     labels, predictions = convert_to_tensor(labels), convert_to_tensor(predictions)
     labels, predictions = remove_squeezable_dimensions(labels, predictions)
     predictions = math_ops.cast(predictions, _dtypes.float32)
-    weights = _squeeze_weights(weights, predictions)
+    weights = squeeze_weights(weights, predictions)
     pred_row = reshape(predictions, [1, -1])
     label_pos = reshape(math_ops.cast(math_ops.cast(labels, _dtypes.bool), _dtypes.float32), [1, -1])
     thresh_col = reshape(convert_to_tensor(thresholds, dtype=_dtypes.float32), [-1, 1])
