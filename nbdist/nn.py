@@ -2,6 +2,7 @@
 l2_loss, dropout."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ns import rnn_cell
 from nbdist.ops.activation_ops import crelu, elu, relu6, selu, silu, softsign, swish
 from nbdist.ops.bias_ops import bias_add
 from nbdist.ops.candidate_sampling_ops import (
@@ -66,6 +67,7 @@ from nbdist.ops.nn_ops import (
 )
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
+from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
 from nbdist.ops.statistics_ops import zero_fraction
 from nbdist.ops.top_k_ops import in_top_k, top_k
@@ -136,6 +138,9 @@ __all__ = [
 # Issue 29 §3: the remaining activations, normalizations, top_k / in_top_k.
 __all__ += ["batch_normalization", "crelu", "elu", "in_top_k", "l2_normalize", "moments", "relu6"]
 __all__ += ["selu", "silu", "softsign", "swish", "top_k"]
+
+# Issue 32: TF 1.x's RNNs (tf.nn.rnn_cell's cells, dynamic_rnn on tf.while_loop).
+__all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "rnn_cell", "static_rnn"]
 
 
 def __getattr__(name):

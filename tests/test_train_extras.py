@@ -83,3 +83,62 @@ def test_bad_hyper_parameters_are_refused():
         tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
     with pytest.raises(ValueError, match="l1_regularization_strength"):
         tf.train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0)
+
+
+# -- learning-rate schedules ----------------------------------------------------------------------
+STEPS = [0, 1, 7, 50, 99, 100, 101, 150, 299, 300, 301, 700, 1000, 5000]
+
+# name -> fn(lib, learning_rate, global_step)
+SCHEDULES = {
+    "piecewise_constant_decay": lambda t, lr, s: t.train.piecewise_constant_decay(
+        s, [100, 300], [lr, lr / 10, lr / 100]
+    ),
+    "cosine_decay_restarts": lambda t, lr, s: t.train.cosine_decay_restarts(lr, s, 100),
+    "cosine_decay_restarts_mul": lambda t, lr, s: t.train.cosine_decay_restarts(
+        lr, s, 100, t_mul=1.5, m_mul=0.7, alpha=0.1
+    ),
+    "cosine_decay_restarts_t1": lambda t, lr, s: t.train.cosine_decay_restarts(
+        lr, s, 100, t_mul=1.0, m_mul=0.5
+    ),
+    "linear_cosine_decay": lambda t, lr, s: t.train.linear_cosine_decay(lr, s, 1000),
+    "linear_cosine_decay_periods": lambda t, lr, s: t.train.linear_cosine_decay(
+        lr, s, 300, num_periods=2.0, alpha=0.1, beta=0.01
+    ),
+}
+
+
+def _schedule(lib, fn):
+    lr = np.float32(0.1)
+    with lib.Graph().as_default() as graph:
+        step = lib.placeholder(lib.int64, [], name="global_step")
+        out = fn(lib, lib.constant(lr), step)
+        with lib.Session(graph=graph) as sess:
+            return np.array([sess.run(out, {step: s}) for s in STEPS])
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_schedule_matches_tensorflow(tf1, name):
+    ours, theirs = _schedule(tf, SCHEDULES[name]), _schedule(tf1, SCHEDULES[name])
+    assert ours.dtype == theirs.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-9)
+
+
+def test_noisy_linear_cosine_decay_is_seeded_noise_around_the_linear_cosine():
+    def draws(seed):
+        with tf.Graph().as_default() as graph:
+            tf.set_random_seed(seed)
+            step = tf.placeholder(tf.int64, [])
+            out = tf.train.noisy_linear_cosine_decay(0.1, step, 1000, initial_variance=0.01)
+            assert out.shape.ndims == 0 and out.dtype == tf.float32
+            clean = tf.train.linear_cosine_decay(0.1, step, 1000)
+            with tf.Session(graph=graph) as sess:
+                return np.array([sess.run([out, clean], {step: s}) for s in STEPS for _ in range(20)])
+
+    first, again, other = draws(1), draws(1), draws(2)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first[:, 0], other[:, 0])
+    noisy, clean = first[:, 0], first[:, 1]
+    # noise in the linear factor: |noisy - clean| = lr * |cosine factor| * |N(0, std)|, std <= 0.1
+    assert 0 < np.max(np.abs(noisy - clean)) < 0.1 * 0.5
+    assert np.std(noisy[:20] - clean[:20]) > 1e-3

@@ -11,17 +11,22 @@ the same values, without control flow.
 """
 
 import math
+import numbers
 
 from nbdist.graph.graph import name_scope
-from nbdist.ops import math_ops
+from nbdist.ops import math_ops, random_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 
 __all__ = [
     "cosine_decay",
+    "cosine_decay_restarts",
     "exponential_decay",
     "inverse_time_decay",
+    "linear_cosine_decay",
     "natural_exp_decay",
+    "noisy_linear_cosine_decay",
     "piecewise_constant",
+    "piecewise_constant_decay",
     "polynomial_decay",
 ]
 
@@ -160,6 +165,112 @@ def piecewise_constant(x, boundaries, values, name=None):
                 math_ops.less_equal(x, boundaries[i]), values[i], result, name=scope if last else None
             )
         return result
+
+
+piecewise_constant_decay = piecewise_constant  # (TF's other name for it)
+
+
+def cosine_decay_restarts(
+    learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None
+):
+    """`tf.train.cosine_decay_restarts`: SGDR, cosine decays restarting from the top.
+
+    The ``i``-th period lasts ``first_decay_steps * t_mul**i`` steps and starts at
+    ``learning_rate * m_mul**i``; within a period, `cosine_decay`'s curve (down to
+    ``alpha * learning_rate``). A Python `t_mul` picks TF's branch when the graph is built
+    (TF builds a `tf.cond`); a tensor `t_mul` selects it with `tf.where`.
+    """
+    with name_scope(name, "SGDRDecay") as scope:
+        learning_rate, step = _start("cosine_decay_restarts", learning_rate, global_step)
+        dtype = learning_rate.dtype
+        completed_fraction = step / math_ops.cast(first_decay_steps, dtype)
+        if isinstance(t_mul, numbers.Real):
+            i_restart, completed_fraction = _restart(completed_fraction, t_mul, t_mul != 1.0)
+        else:
+            t_mul = math_ops.cast(t_mul, dtype)
+            plain = _restart(completed_fraction, t_mul, False)
+            geometric = _restart(completed_fraction, t_mul, True)
+            is_one = math_ops.equal(t_mul, 1.0)
+            i_restart, completed_fraction = (math_ops.where(is_one, p, g) for p, g in zip(plain, geometric))
+        m_fac = math_ops.pow(math_ops.cast(m_mul, dtype), i_restart)
+        cosine_decayed = (
+            0.5 * m_fac * (1.0 + math_ops.cos(constant(math.pi, dtype=dtype) * completed_fraction))
+        )
+        decayed = (1 - alpha) * cosine_decayed + alpha
+        return math_ops.multiply(learning_rate, decayed, name=scope)
+
+
+def _restart(completed_fraction, t_mul, geometric):
+    """The number of the current period and the fraction of it completed (TF's `compute_step`)."""
+    if geometric:
+        i_restart = math_ops.floor(
+            math_ops.log(1.0 - completed_fraction * (1.0 - t_mul)) / math_ops.log(t_mul)
+        )
+        sum_r = (1.0 - math_ops.pow(t_mul, i_restart)) / (1.0 - t_mul)
+        return i_restart, (completed_fraction - sum_r) / math_ops.pow(t_mul, i_restart)
+    i_restart = math_ops.floor(completed_fraction)
+    return i_restart, completed_fraction - i_restart
+
+
+def linear_cosine_decay(
+    learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001, name=None
+):
+    """`tf.train.linear_cosine_decay`: a cosine (`num_periods` periods) times a linear decay.
+
+    ``learning_rate * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(2 pi
+    num_periods s / decay_steps)) + beta)`` with ``s = min(global_step, decay_steps)``.
+    """
+    with name_scope(name, "LinearCosineDecay") as scope:
+        return _linear_cosine(
+            "linear_cosine_decay", learning_rate, global_step, decay_steps, num_periods, alpha, beta, scope
+        )
+
+
+def noisy_linear_cosine_decay(
+    learning_rate,
+    global_step,
+    decay_steps,
+    initial_variance=1.0,
+    variance_decay=0.55,
+    num_periods=0.5,
+    alpha=0.0,
+    beta=0.001,
+    name=None,
+):
+    """`tf.train.noisy_linear_cosine_decay`: `linear_cosine_decay` with Gaussian noise of variance
+    ``initial_variance / (1 + s)**variance_decay`` added to the linear factor (a new draw at
+    every run; seeded by the graph's seed, as `tf.random_normal`)."""
+    with name_scope(name, "NoisyLinearCosineDecay") as scope:
+        noise = (initial_variance, variance_decay)
+        return _linear_cosine(
+            "noisy_linear_cosine_decay",
+            learning_rate,
+            global_step,
+            decay_steps,
+            num_periods,
+            alpha,
+            beta,
+            scope,
+            noise,
+        )
+
+
+def _linear_cosine(
+    what, learning_rate, global_step, decay_steps, num_periods, alpha, beta, scope, noise=None
+):
+    learning_rate, step = _start(what, learning_rate, global_step)
+    dtype = learning_rate.dtype
+    decay_steps = math_ops.cast(decay_steps, dtype)
+    step = math_ops.minimum(step, decay_steps)
+    linear_decayed = (decay_steps - step) / decay_steps
+    if noise is not None:
+        initial_variance, variance_decay = (math_ops.cast(x, dtype) for x in noise)
+        std = math_ops.sqrt(initial_variance / math_ops.pow(1.0 + step, variance_decay))
+        linear_decayed = linear_decayed + random_ops.random_normal([], stddev=std, dtype=dtype)
+    fraction = 2.0 * math_ops.cast(num_periods, dtype) * (step / decay_steps)
+    cosine_decayed = 0.5 * (1.0 + math_ops.cos(constant(math.pi, dtype=dtype) * fraction))
+    linear_cosine_decayed = (math_ops.cast(alpha, dtype) + linear_decayed) * cosine_decayed + beta
+    return math_ops.multiply(learning_rate, linear_cosine_decayed, name=scope)
 
 
 def _boundary(b, x):
