@@ -194,5 +194,5 @@ def test_dropout_in_the_loop_runs_but_its_gradient_is_refused_naming_the_draw(gr
 
 
 def test_a_cell_tf_lacks_in_nbdist_raises_a_clear_attribute_error():
-    with pytest.raises(AttributeError, match="tf.nn.rnn_cell.NASCell is not supported"):
+    with pytest.raises(AttributeError, match=r"tf\.nn\.rnn_cell\.NASCell is not supported"):
         tf.nn.rnn_cell.NASCell  # noqa: B018 - the attribute access is the test
