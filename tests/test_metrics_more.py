@@ -38,7 +38,8 @@ _BATCHES = [
     for _ in range(3)
 ]
 _BATCHES[1]["weights"][:] = 0.0  # a batch that counts nothing when weighted
-_BATCHES[0]["label_ids"][:, 0] = _RNG.integers(0, 5, _N)  # every row has a relevant label
+for _batch in _BATCHES:  # every row has a label among the classes (else its average precision is NaN)
+    _batch["label_ids"][:, 0] = _RNG.integers(0, 5, _N)
 
 
 def _placeholders(t):
@@ -67,6 +68,14 @@ def _metrics(t, ph, w):
         t.metrics.sensitivity_at_specificity(labels, scores, 0.3, w, num_thresholds=7, name="sens"),
         t.metrics.specificity_at_sensitivity(labels, scores, 0.5, w),
         t.metrics.specificity_at_sensitivity(labels, scores, 0.8, w, num_thresholds=9),
+        t.metrics.precision_at_top_k(ph["label_ids"], ph["top_idx"], weights=w),
+        t.metrics.precision_at_top_k(ph["label_id"], ph["top_idx"], 3, class_id=2, weights=w),
+        t.metrics.recall_at_top_k(ph["label_ids"], ph["top_idx"], 3, weights=w),
+        t.metrics.recall_at_top_k(ph["label_id"], ph["top_idx"], class_id=4, weights=w),
+        t.metrics.sparse_precision_at_k(ph["label_ids"], ph["logits"], 2, weights=w),
+        t.metrics.average_precision_at_k(ph["label_ids"], ph["logits"], 3, weights=w),
+        t.metrics.average_precision_at_k(ph["label_id"], ph["logits"], 1, w),
+        t.metrics.sparse_average_precision_at_k(ph["label_ids"], ph["logits"], 2, weights=w),
     ]
 
 
