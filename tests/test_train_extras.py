@@ -2,6 +2,8 @@
 optimizers, more learning-rate schedules, hooks and loops, checkpoint readers, write_graph and
 summary_iterator."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,104 @@ def test_noisy_linear_cosine_decay_is_seeded_noise_around_the_linear_cosine():
     # noise in the linear factor: |noisy - clean| = lr * |cosine factor| * |N(0, std)|, std <= 0.1
     assert 0 < np.max(np.abs(noisy - clean)) < 0.1 * 0.5
     assert np.std(noisy[:20] - clean[:20]) > 1e-3
+
+
+# -- hooks and loops ------------------------------------------------------------------------------
+class _FakeSession:
+    """Returns the next of `steps` for each `run` (the global step another worker advances)."""
+
+    def __init__(self, steps):
+        self.steps, self.runs = list(steps), 0
+
+    def run(self, fetches):
+        self.runs += 1
+        return self.steps.pop(0)
+
+
+class _FakeContext:
+    def __init__(self, session):
+        self.session = session
+
+
+def test_global_step_waiter_hook_waits_for_the_step(graph, monkeypatch):
+    from nbdist.train import loops
+
+    monkeypatch.setattr(loops, "STEP_POLL_SECS", 0.001)
+    tf.train.get_or_create_global_step()
+    hook = tf.train.GlobalStepWaiterHook(3)
+    hook.begin()
+    session = _FakeSession([0, 1, 3, 99])
+    assert hook.before_run(_FakeContext(session)) is None
+    assert session.runs == 3
+    hook.before_run(_FakeContext(session))  # started: no more waiting
+    assert session.runs == 3
+    zero = tf.train.GlobalStepWaiterHook(0)
+    zero.begin()
+    zero.before_run(_FakeContext(session))
+    assert session.runs == 3
+
+
+def test_global_step_waiter_hook_needs_a_global_step(graph):
+    with pytest.raises(RuntimeError, match="Global step should be created"):
+        tf.train.GlobalStepWaiterHook(3).begin()
+
+
+def test_hooks_in_a_monitored_session(graph):
+    step = tf.train.get_or_create_global_step()
+    x = tf.placeholder(tf.float32, [])
+    train, y = tf.assign_add(step, 1), x * 2
+    feeds = iter([1.0, 2.0, 3.0])
+    hooks = [tf.train.GlobalStepWaiterHook(0), tf.train.FeedFnHook(lambda: {x: next(feeds)})]
+    with tf.train.MonitoredSession(hooks=hooks) as sess:
+        got = [sess.run([y, train]) for _ in range(3)]
+    assert got == [[2.0, 1], [4.0, 2], [6.0, 3]]
+
+
+@pytest.mark.tf
+def test_basic_train_loop_retries_after_an_abort_as_tensorflow(tf1):
+    def loop(lib):
+        calls = []
+        with lib.Graph().as_default():
+            lib.train.get_or_create_global_step()
+            sv = lib.train.Supervisor(logdir=None)
+
+            def step(sess, tag, scale=1):
+                calls.append((tag, scale))
+                if len(calls) == 1:
+                    raise lib.errors.AbortedError(None, None, "restarted")
+                if len(calls) == 4:
+                    sv.request_stop()
+
+            lib.train.basic_train_loop(sv, step, args=["s"], kwargs={"scale": 2})
+        return calls
+
+    assert loop(tf) == loop(tf1) == [("s", 2)] * 4
+
+
+def _save_checkpoint(directory, global_step):
+    with tf.Graph().as_default():
+        v = tf.Variable(float(global_step), name="v")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            return saver.save(sess, f"{directory}/model", global_step=global_step)
+
+
+@pytest.mark.tf
+def test_checkpoints_iterator_yields_new_checkpoints_and_stops_on_timeout(tf1, tmp_path):
+    first = _save_checkpoint(tmp_path, 1)
+    calls = []
+
+    def timeout_fn():
+        calls.append(time.time())
+        if len(calls) == 1:
+            _save_checkpoint(tmp_path, 2)  # a new one while the iterator waits
+        return len(calls) == 2
+
+    start = time.time()
+    ours = list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0, timeout_fn=timeout_fn))
+    assert ours == [first, f"{tmp_path}/model-2"] and len(calls) == 2
+    assert list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0)) == [f"{tmp_path}/model-2"]
+    assert time.time() - start < 1.0  # (bounded: no wait without a timeout)
+    assert list(tf1.train.checkpoints_iterator(str(tmp_path), timeout=0)) == [f"{tmp_path}/model-2"]
+    assert list(tf.train.checkpoints_iterator(str(tmp_path / "none"), timeout=0)) == []

@@ -70,6 +70,7 @@ from nbdist.train.learning_rate_decay import (
     piecewise_constant_decay,
     polynomial_decay,
 )
+from nbdist.train.loops import FeedFnHook, GlobalStepWaiterHook, basic_train_loop, checkpoints_iterator
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.monitored_session import (
     ChiefSessionCreator,
@@ -115,9 +116,11 @@ __all__ = [
     "FeatureList",
     "FeatureLists",
     "Features",
+    "FeedFnHook",
     "FinalOpsHook",
     "FloatList",
     "FtrlOptimizer",
+    "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "Int64List",
     "LoggingTensorHook",
@@ -155,9 +158,11 @@ __all__ = [
     "WorkerSessionCreator",
     "add_queue_runner",
     "assert_global_step",
+    "basic_train_loop",
     "batch",
     "batch_join",
     "checkpoint_exists",
+    "checkpoints_iterator",
     "cosine_decay",
     "cosine_decay_restarts",
     "create_global_step",
