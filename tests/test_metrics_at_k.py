@@ -29,14 +29,14 @@ def _program(t, weighted):
         "weights": t.placeholder(t.float32, [None]),
     }
     w = ph["weights"] if weighted else None
-    m, scores = t.metrics, ph["scores"]
+    scores = ph["scores"]
     metrics = [
-        m.precision_at_k(ph["label"], scores, 1, weights=w),
-        m.precision_at_k(ph["labels"], scores, 2, weights=w),
-        m.precision_at_k(ph["labels"], scores, 3, class_id=4, weights=w),
-        m.recall_at_k(ph["label"], scores, 2, weights=w),
-        m.recall_at_k(ph["labels"], scores, 3, weights=w),
-        m.recall_at_k(ph["labels"], scores, 2, class_id=1, weights=w),
+        t.metrics.precision_at_k(ph["label"], scores, 1, weights=w),
+        t.metrics.precision_at_k(ph["labels"], scores, 2, weights=w),
+        t.metrics.precision_at_k(ph["labels"], scores, 3, class_id=4, weights=w),
+        t.metrics.recall_at_k(ph["label"], scores, 2, weights=w),
+        t.metrics.recall_at_k(ph["labels"], scores, 3, weights=w),
+        t.metrics.recall_at_k(ph["labels"], scores, 2, class_id=1, weights=w),
     ]
     variables = [(v.op.name, v.dtype.base_dtype.name) for v in t.local_variables()]
     names = [(value.name, update.name) for value, update in metrics]

@@ -36,24 +36,27 @@ def _program(t, weighted):
     w = ph["weights"] if weighted else None
     labels, scores = ph["labels"], ph["scores"]
     predicted = t.cast(t.greater(scores, 0.5), t.int64)
-    m = t.metrics
     metrics = [
-        m.true_positives(labels, predicted, w),
-        m.false_positives(labels, predicted, w),
-        m.true_negatives(labels, predicted, w),
-        m.false_negatives(labels, predicted, w),
-        m.precision(labels, predicted, w),
-        m.recall(labels, predicted, w),
-        m.mean_absolute_error(ph["targets"], scores, w),
-        m.mean_squared_error(ph["targets"], scores, w),
-        m.root_mean_squared_error(ph["targets"], scores, w),
-        m.mean_tensor(t.reshape(ph["targets"], [3, 4]), None if w is None else t.reshape(w, [3, 4])),
-        m.auc(labels, scores, w),
-        m.auc(labels, scores, w, num_thresholds=7, curve="PR"),
-        m.auc(labels, scores, w, num_thresholds=9, curve="PR", summation_method="careful_interpolation"),
-        m.auc(labels, scores, w, curve="ROC", summation_method="minoring", thresholds=[0.25, 0.5, 0.75]),
-        m.auc(labels, scores, w, num_thresholds=5, summation_method="majoring"),
-        m.mean_iou(ph["classes"], t.floormod(ph["classes"] + labels, 4), 4, w),
+        t.metrics.true_positives(labels, predicted, w),
+        t.metrics.false_positives(labels, predicted, w),
+        t.metrics.true_negatives(labels, predicted, w),
+        t.metrics.false_negatives(labels, predicted, w),
+        t.metrics.precision(labels, predicted, w),
+        t.metrics.recall(labels, predicted, w),
+        t.metrics.mean_absolute_error(ph["targets"], scores, w),
+        t.metrics.mean_squared_error(ph["targets"], scores, w),
+        t.metrics.root_mean_squared_error(ph["targets"], scores, w),
+        t.metrics.mean_tensor(t.reshape(ph["targets"], [3, 4]), None if w is None else t.reshape(w, [3, 4])),
+        t.metrics.auc(labels, scores, w),
+        t.metrics.auc(labels, scores, w, num_thresholds=7, curve="PR"),
+        t.metrics.auc(
+            labels, scores, w, num_thresholds=9, curve="PR", summation_method="careful_interpolation"
+        ),
+        t.metrics.auc(
+            labels, scores, w, curve="ROC", summation_method="minoring", thresholds=[0.25, 0.5, 0.75]
+        ),
+        t.metrics.auc(labels, scores, w, num_thresholds=5, summation_method="majoring"),
+        t.metrics.mean_iou(ph["classes"], t.floormod(ph["classes"] + labels, 4), 4, w),
     ]
     variables = [(v.op.name, v.shape.as_list(), v.dtype.base_dtype.name) for v in t.local_variables()]
     names = [(value.name, update.name) for value, update in metrics]

@@ -29,14 +29,13 @@ def _program(t, weighted):
     }
     w = ph["weights"] if weighted else None
     args = (ph["labels"], ph["scores"], _THRESHOLDS, w)
-    m = t.metrics
     metrics = [
-        m.true_positives_at_thresholds(*args),
-        m.false_positives_at_thresholds(*args),
-        m.true_negatives_at_thresholds(*args),
-        m.false_negatives_at_thresholds(*args),
-        m.precision_at_thresholds(*args),
-        m.recall_at_thresholds(*args, name="rec"),
+        t.metrics.true_positives_at_thresholds(*args),
+        t.metrics.false_positives_at_thresholds(*args),
+        t.metrics.true_negatives_at_thresholds(*args),
+        t.metrics.false_negatives_at_thresholds(*args),
+        t.metrics.precision_at_thresholds(*args),
+        t.metrics.recall_at_thresholds(*args, name="rec"),
     ]
     variables = [(v.op.name, v.shape.as_list()) for v in t.local_variables()]
     names = [update.name for _, update in metrics] + [value.name for value, _ in metrics[4:]]
