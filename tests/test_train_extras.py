@@ -2,6 +2,7 @@
 optimizers, more learning-rate schedules, hooks and loops, checkpoint readers, write_graph and
 summary_iterator."""
 
+import os
 import time
 
 import numpy as np
@@ -245,3 +246,54 @@ def test_checkpoints_iterator_yields_new_checkpoints_and_stops_on_timeout(tf1, t
     assert time.time() - start < 1.0  # (bounded: no wait without a timeout)
     assert list(tf1.train.checkpoints_iterator(str(tmp_path), timeout=0)) == [f"{tmp_path}/model-2"]
     assert list(tf.train.checkpoints_iterator(str(tmp_path / "none"), timeout=0)) == []
+
+
+# -- checkpoint readers ---------------------------------------------------------------------------
+SAVED = {
+    "dense/kernel": np.arange(6, dtype=np.float32).reshape(2, 3),
+    "dense/bias": np.array([0.5, -1.5, 2.0]),
+    "step": np.int64(42),
+    "words": np.array([b"a", b"bc"], dtype=object),
+}
+
+
+def _save_all(lib, prefix):
+    with lib.Graph().as_default() as graph:
+        for name, value in SAVED.items():
+            lib.Variable(value, name=name)
+        os.makedirs(os.path.dirname(prefix))
+        with lib.Session(graph=graph) as sess:
+            sess.run(lib.global_variables_initializer())
+            return lib.train.Saver().save(sess, prefix, global_step=7)
+
+
+@pytest.mark.tf
+def test_checkpoint_readers_give_what_was_saved_as_tensorflow(tf1, tmp_path):
+    ours = _save_all(tf, str(tmp_path / "ours" / "model"))
+    theirs = _save_all(tf1, str(tmp_path / "theirs" / "model"))
+    assert ours.endswith("model-7")
+    expected = [(name, list(np.shape(SAVED[name]))) for name in sorted(SAVED)]
+    for lib, path in ((tf, ours), (tf1, theirs)):
+        directory = os.path.dirname(path)
+        assert lib.train.list_variables(directory) == lib.train.list_variables(path) == expected
+        for name, value in SAVED.items():
+            got = lib.train.load_variable(directory, name)
+            assert got.dtype == np.asarray(value).dtype and np.array_equal(got, value)
+        assert np.array_equal(lib.train.load_variable(path, "dense/bias:0"), SAVED["dense/bias"])
+        for reader in (lib.train.load_checkpoint(directory), lib.train.NewCheckpointReader(path)):
+            assert reader.has_tensor("step") and not reader.has_tensor("nope")
+            assert reader.get_variable_to_shape_map() == dict(expected)
+            dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
+            assert dtypes == {
+                "dense/kernel": "float32",
+                "dense/bias": "float64",
+                "step": "int64",
+                "words": "string",
+            }
+            assert reader.get_tensor("step") == 42
+            with pytest.raises(lib.errors.NotFoundError, match="nope"):
+                reader.get_tensor("nope")
+        with pytest.raises(lib.errors.NotFoundError):
+            lib.train.NewCheckpointReader(str(tmp_path / "missing"))
+        with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file"):
+            lib.train.load_checkpoint(str(tmp_path))

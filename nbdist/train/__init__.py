@@ -38,6 +38,7 @@ from nbdist.train.checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
+from nbdist.train.checkpoint_utils import NewCheckpointReader, list_variables, load_checkpoint, load_variable
 from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.ftrl import FtrlOptimizer
@@ -130,6 +131,7 @@ __all__ = [
     "MonitoredTrainingSession",
     "NanLossDuringTrainingError",
     "NanTensorHook",
+    "NewCheckpointReader",
     "Optimizer",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
@@ -178,6 +180,9 @@ __all__ = [
     "latest_checkpoint",
     "limit_epochs",
     "linear_cosine_decay",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
     "match_filenames_once",
     "maybe_batch",
     "maybe_batch_join",
