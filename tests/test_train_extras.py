@@ -297,3 +297,59 @@ def test_checkpoint_readers_give_what_was_saved_as_tensorflow(tf1, tmp_path):
             lib.train.NewCheckpointReader(str(tmp_path / "missing"))
         with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file"):
             lib.train.load_checkpoint(str(tmp_path))
+
+
+# -- write_graph, summary_iterator ----------------------------------------------------------------
+@pytest.mark.tf
+@pytest.mark.parametrize("as_text", [True, False])
+def test_write_graph_writes_a_graph_def_tensorflow_reads(tf1, tmp_path, as_text):
+    from google.protobuf import text_format
+
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+        tf.nn.relu(tf.matmul(x, w), name="y")
+    name = "graph.pbtxt" if as_text else "graph.pb"
+    path = tf.train.write_graph(graph, str(tmp_path / "new_dir"), name, as_text=as_text)
+    assert path == str(tmp_path / "new_dir" / name)
+    assert tf.train.write_graph(graph.as_graph_def(), str(tmp_path), name, as_text=as_text)
+    for p in (path, str(tmp_path / name)):
+        graph_def = tf1.GraphDef()
+        with open(p, "rb") as f:
+            if as_text:
+                text_format.Parse(f.read().decode(), graph_def)
+            else:
+                graph_def.ParseFromString(f.read())
+        ops = {n.name: n.op for n in graph_def.node}
+        assert {ops["x"], ops["w"], ops["MatMul"], ops["y"]} == {
+            "Placeholder",
+            "VariableV2",
+            "MatMul",
+            "Relu",
+        }
+        assert list(graph_def.node[-1].input) == ["MatMul"]
+    assert os.listdir(tmp_path / "new_dir") == [name]  # (no temporary file left)
+
+
+@pytest.mark.tf
+def test_summary_iterator_reads_nbdist_and_tensorflow_event_files(tf1, tmp_path):
+    paths = []
+    for lib in (tf, tf1):
+        with lib.Graph().as_default() as graph:
+            v = lib.placeholder(lib.float32, [])
+            summary = lib.summary.scalar("loss", v)
+            writer = lib.summary.FileWriter(str(tmp_path / lib.__name__), graph)
+            with lib.Session(graph=graph) as sess:
+                for step in range(3):
+                    writer.add_summary(sess.run(summary, {v: step * 0.5}), step)
+            writer.close()
+        (name,) = os.listdir(tmp_path / lib.__name__)
+        paths.append(str(tmp_path / lib.__name__ / name))
+    for path in paths:
+        events = list(tf.train.summary_iterator(path))
+        assert events[0].file_version == "brain.Event:2"
+        assert any(e.HasField("graph_def") for e in events)
+        scalars = [(e.step, v.tag, v.simple_value) for e in events for v in e.summary.value]
+        assert scalars == [(0, "loss", 0.0), (1, "loss", 0.5), (2, "loss", 1.0)]
+        theirs = [e.SerializeToString() for e in tf1.train.summary_iterator(path)]
+        assert [e.SerializeToString() for e in events] == theirs

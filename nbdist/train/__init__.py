@@ -43,6 +43,7 @@ from nbdist.train.coordinator import Coordinator, LooperThread
 from nbdist.train.device_setter import replica_device_setter
 from nbdist.train.ftrl import FtrlOptimizer
 from nbdist.train.gradient_descent import GradientDescentOptimizer
+from nbdist.train.graph_io import summary_iterator, write_graph
 from nbdist.train.input import (
     batch,
     batch_join,
@@ -201,7 +202,9 @@ __all__ = [
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",
+    "summary_iterator",
     "update_checkpoint_state",
+    "write_graph",
 ]
 
 
