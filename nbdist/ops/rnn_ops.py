@@ -4,8 +4,9 @@
 variables are made first, in ``rnn/<cell>/`` as TF names them (`rnn_cell_ops.build_cell`), and
 the loop's body only reads them, so their gradients flow out of the loop. The loop carries the
 output and the state, each step slicing its input from the captured inputs; its stacked outputs
-are the outputs, the last stacked state the final state. With `sequence_length`, steps at or past a sequence's length give zeros and copy the state
-through (TF's `_copy_some_through`), so the values and gradients are TF's.
+are the outputs, the last stacked state the final state. With `sequence_length`, steps at or
+past a sequence's length give zeros and copy the state through (TF's `_copy_some_through`), so
+the values and gradients are TF's.
 """
 
 from nbdist.graph import dtypes as _dtypes
