@@ -292,9 +292,7 @@ def test_a_tensorflow_op_nbdist_lacks_is_named(tf1_graph_mode):
     graph = tf1.Graph()
     with graph.as_default():
         tf1.math.lgamma(tf1.constant(np.eye(3)), name="lgamma")
-    with pytest.raises(
-        UnsupportedOpError, match=r"node 'lgamma' of the TensorFlow GraphDef is a Lgamma op"
-    ):
+    with pytest.raises(UnsupportedOpError, match=r"node 'lgamma' of the TensorFlow GraphDef is a Lgamma op"):
         tf.import_graph_def(graph.as_graph_def())
 
 
