@@ -4,6 +4,8 @@ and pooling over the 2-D ones, `atrous_conv2d`, `convolution` / `pool`, `space_t
 `batch_norm_with_global_normalization`, `embedding_lookup_sparse` and the TF 2 loss scalers.
 Their gradients are those of the ops they are made of."""
 
+import math
+
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import get_default_graph
 from nbdist.ops import math_ops
@@ -236,12 +238,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     with _scope(name, "log_poisson_loss"):
         result = math_ops.exp(log_input) - log_input * targets
         if compute_full_loss:
-            point_five = 0.5
-            stirling = (
-                targets * math_ops.log(targets)
-                - targets
-                + point_five * math_ops.log(2.0 * 3.141592653589793 * targets)
-            )
+            stirling = targets * math_ops.log(targets) - targets + 0.5 * math_ops.log(2.0 * math.pi * targets)
             stirling = where(targets <= 1.0, zeros_like(targets), stirling)
             result += stirling
         return result
@@ -288,12 +285,8 @@ def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
     """`tf.nn.normalize_moments`: ``(mean, variance)`` from sufficient statistics."""
     with _scope(name, "normalize"):
         divisor = math_ops.reciprocal(counts)
-        if shift is not None:
-            shifted_mean = mean_ss * divisor
-            mean = shifted_mean + shift
-        else:
-            shifted_mean = mean_ss * divisor
-            mean = shifted_mean
+        shifted_mean = mean_ss * divisor
+        mean = shifted_mean if shift is None else shifted_mean + shift
         variance = variance_ss * divisor - math_ops.square(shifted_mean)
         return mean, variance
 

@@ -541,9 +541,4 @@ def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, s
     return _fold(fn, elems, initializer, back_prop, name or "foldr", reverse=True)
 
 
-def is_loop(op_or_node):
-    """True for a `while_loop`'s op (or NodeDef)."""
-    return getattr(op_or_node, "type", getattr(op_or_node, "op", None)) in LOOP_OPS
-
-
 __all__ = ["foldl", "foldr", "map_fn", "scan", "while_loop"]

@@ -69,7 +69,7 @@ class PeerChannels:
             on_error(channel.handshake_error())
             return None
         if channel.disconnected_at is not None and not channel.connected:
-            on_error(channel.lost_error(time.monotonic()))
+            on_error(channel.lost_error())
             return None
         try:
             request_id = channel.send(msg_type, body)
@@ -125,7 +125,7 @@ class PeerChannels:
         if link.closed:
             # What was asked over the link will not be answered: fail it now. (The channel's
             # next requests go over ZeroMQ, whose socket is watched too.)
-            self._fail_requests(address, channel.lost_error)
+            self._fail_requests(address, lambda _sent: channel.lost_error())
 
     def _deliver(self, address, frames):
         try:
@@ -154,7 +154,7 @@ class PeerChannels:
             for _, on_back in self._watchers.get(address, ()):
                 on_back()
         if not channel.connected and channel.disconnected_at is not None:
-            self._fail(address, channel.lost_error)
+            self._fail(address, lambda _sent: channel.lost_error())
         elif channel.refused_since is not None:
             since = channel.refused_since
             self._loop.call_later(

@@ -289,11 +289,10 @@ class Channel:
         self.poll_events()
         return not self.connected and (self.disconnected_at is not None or self.refused_since is not None)
 
-    def lost_error(self, started):
+    def lost_error(self):
         """`UnavailableError` for a lost connection, with the real time: when it was last seen
-        connected (one wording whether that was before or after the call started at `started`,
-        so that the same fault reads the same every time)."""
-        del started  # (the time since the connection was last seen up says more than the call's)
+        connected (one wording whether that was before or after the call started, so that the
+        same fault reads the same every time)."""
         now = time.monotonic()
         seen = (
             ""
@@ -393,7 +392,7 @@ class Channel:
             and not self.connected
             and not (in_handshake and now - self.closed_in_handshake_at <= REFUSED_GRACE_S)
         ):
-            raise self.not_nbdist(started, closed=True) or self.lost_error(started)
+            raise self.not_nbdist(started, closed=True) or self.lost_error()
         refused = self.refused(started)
         if refused is not None:
             raise refused
