@@ -26,7 +26,7 @@ def test_reuse_true_shares_and_reentering_opens_a_new_name_scope(graph):
         assert tf.identity(w).op.name == "layer1_1/Identity"
     with tf.variable_scope(scope, reuse=True):
         assert tf.get_variable("w") is w
-        assert tf.identity(w).op.name == "layer1/Identity"
+        assert tf.identity(w).op.name == "layer1_2/Identity"  # TF: a re-entered scope opens a new name scope
 
 
 def test_existing_variable_without_reuse_says_where_and_how_to_fix(graph):

@@ -285,8 +285,16 @@ class variable_scope:  # noqa: N801 - TF's public name
             reuse = self._reuse or old.reuse
             store.close_subscopes(new_name)
         if self._auxiliary_name_scope:
-            self._name_scope_cm = graph.name_scope(name_scope)
-            opened = self._name_scope_cm.__enter__()
+            # A re-entered scope opens a new name scope of its last component, made unique
+            # (``a_1``, ``outer/a``); the scope keeps its original name scope (TF's).
+            if isinstance(nos, VariableScope):
+                if nos.name:
+                    self._name_scope_cm = graph.name_scope(nos.name.split("/")[-1])
+                    self._name_scope_cm.__enter__()
+                opened = name_scope
+            else:
+                self._name_scope_cm = graph.name_scope(name_scope)
+                opened = self._name_scope_cm.__enter__()
         elif isinstance(nos, VariableScope):
             opened = name_scope  # TF keeps a re-entered scope's name scope (tf.layers' ops use it)
         else:
