@@ -13,6 +13,7 @@ from nbdist.ops.example_parsing_ops import (
     parse_example,
     parse_single_example,
 )
+from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
 from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
@@ -23,6 +24,7 @@ from nbdist.platform.tf_record import (
     TFRecordWriter,
     tf_record_iterator,
 )
+from nbdist.train.graph_io import write_graph
 from nbdist.train.input import match_filenames_once
 
 # tf.io.gfile: TF 2's names for tf.gfile's functions.
@@ -54,7 +56,13 @@ __all__ = [
     "TFRecordWriter",
     "VarLenFeature",
     "decode_csv",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
     "decode_raw",
+    "encode_jpeg",
+    "encode_png",
+    "is_jpeg",
     "match_filenames_once",
     "matching_files",
     "parse_example",
@@ -62,6 +70,7 @@ __all__ = [
     "read_file",
     "tf_record_iterator",
     "write_file",
+    "write_graph",
 ]
 
 

@@ -58,7 +58,7 @@ def _encode(node, image, fmt, **options):
     if image.dtype == np.uint16:
         if mode != "L":
             raise invalid_argument(node, f"{node.op}: nbdist encodes uint16 images with one channel only")
-        pil = _pil().fromarray(image[..., 0].astype(np.uint16), "I;16")
+        pil = _pil().fromarray(np.ascontiguousarray(image[..., 0], np.uint16))  # mode I;16
     else:
         pil = _pil().fromarray(image[..., 0] if mode == "L" else image, mode)
     buffer = io.BytesIO()
