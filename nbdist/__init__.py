@@ -162,6 +162,20 @@ _NOTEBOOK_NAMES = {
 # nbdist's own names beside TF's (tests/test_facade.py checks that every other name is TF's).
 _NBDIST_ADDITIONS = [*_NOTEBOOK_NAMES]  # (`tuple` here is tf.tuple)
 _MODULES = ("export",)  # tf.export: graduation to real TensorFlow (imports TensorFlow on use)
+# TF's protobuf classes (tf.Summary, tf.Event, tf.GraphDef, ...): tensorboardX's wire-compatible
+# messages (`nbdist.ops.summary_protos`), loaded on first use.
+_PROTOS = (
+    "AttrValue",
+    "Event",
+    "GraphDef",
+    "HistogramProto",
+    "LogMessage",
+    "NameAttrList",
+    "NodeDef",
+    "SessionLog",
+    "Summary",
+    "SummaryMetadata",
+)
 
 
 def __getattr__(name):
@@ -169,6 +183,10 @@ def __getattr__(name):
         import importlib  # noqa: PLC0415
 
         return importlib.import_module(f"nbdist.{name}")
+    if name in _PROTOS:
+        from nbdist.ops import summary_protos  # noqa: PLC0415 - tensorboardX loads on first use
+
+        return getattr(summary_protos.load(), name)
     module = _NOTEBOOK_NAMES.get(name)
     if module is not None:
         import importlib  # noqa: PLC0415

@@ -24,9 +24,10 @@ _loaded = None
 
 
 def load():
-    """The protobuf classes as one namespace: ``Summary``, ``SummaryMetadata``, ``Event``,
-    ``SessionLog``, ``HistogramProto``, ``TensorProto``, ``TensorShapeProto``, ``GraphDef``,
-    ``NodeDef``, ``AttrValue``, ``VersionDef`` and ``DataType`` (the enum module).
+    """The protobuf classes as one namespace: ``Summary``, ``SummaryMetadata``,
+    ``SummaryDescription``, ``Event``, ``SessionLog``, ``LogMessage``, ``TaggedRunMetadata``,
+    ``HistogramProto``, ``TensorProto``, ``TensorShapeProto``, ``GraphDef``, ``NodeDef``,
+    ``AttrValue``, ``NameAttrList``, ``VersionDef`` and ``DataType`` (the enum module).
 
     Raises:
         ImportError: the writer library is not installed (saying how to install it).
@@ -55,13 +56,17 @@ def load():
             Summary=summary_pb2.Summary,
             SummaryMetadata=summary_pb2.SummaryMetadata,
             HistogramProto=summary_pb2.HistogramProto,
+            SummaryDescription=summary_pb2.SummaryDescription,
             Event=event_pb2.Event,
             SessionLog=event_pb2.SessionLog,
+            LogMessage=event_pb2.LogMessage,
+            TaggedRunMetadata=event_pb2.TaggedRunMetadata,
             TensorProto=tensor_pb2.TensorProto,
             TensorShapeProto=tensor_shape_pb2.TensorShapeProto,
             GraphDef=graph_pb2.GraphDef,
             NodeDef=node_def_pb2.NodeDef,
             AttrValue=attr_value_pb2.AttrValue,
+            NameAttrList=attr_value_pb2.NameAttrList,
             VersionDef=versions_pb2.VersionDef,
             DataType=types_pb2,
         )

@@ -16,7 +16,7 @@ from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.summary_ops import histogram, image, merge, merge_all, scalar, text
 from nbdist.summary.writer import FileWriter, FileWriterCache
 
-_PROTOS = ("Event", "SessionLog", "Summary")
+_PROTOS = ("Event", "SessionLog", "Summary", "SummaryDescription", "TaggedRunMetadata")
 
 __all__ = [
     "Event",
@@ -24,6 +24,8 @@ __all__ = [
     "FileWriterCache",
     "SessionLog",
     "Summary",
+    "SummaryDescription",
+    "TaggedRunMetadata",
     "histogram",
     "image",
     "merge",
