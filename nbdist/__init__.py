@@ -61,6 +61,7 @@ from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
 from nbdist.ops import einsum_ops as _einsum_ops
 from nbdist.ops import example_parsing_ops as _example_parsing_ops
+from nbdist.ops import fft_ops as _fft_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
@@ -78,6 +79,7 @@ from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
+from nbdist.ops import special_math_ops as _special_math_ops
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
@@ -100,6 +102,15 @@ _NOT_AT_TF = {
     "softplus",
     "with_dependencies",
     "read_variable_now",
+    # tf.math only (special_math_ops)
+    "bessel_i0",
+    "bessel_i0e",
+    "bessel_i1",
+    "bessel_i1e",
+    "erfcinv",
+    "erfinv",
+    "ndtri",
+    "sobol_sample",
 }
 _export_all(
     globals(),
@@ -133,6 +144,8 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
+    _special_math_ops,
+    _fft_ops,
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above

@@ -14,6 +14,16 @@ from nbdist.ops.layers_conv import (
     max_pooling1d,
     max_pooling2d,
 )
+from nbdist.ops.layers_conv3d import (
+    AveragePooling3D,
+    Conv3D,
+    Conv3DTranspose,
+    MaxPooling3D,
+    average_pooling3d,
+    conv3d,
+    conv3d_transpose,
+    max_pooling3d,
+)
 from nbdist.ops.layers_conv_more import (
     Conv1D,
     Conv2DTranspose,
@@ -57,6 +67,10 @@ __all__ = [
     "separable_conv1d",
     "separable_conv2d",
 ]
+
+# Issue 32: the 3-D layers.
+__all__ += ["AveragePooling3D", "Conv3D", "Conv3DTranspose", "MaxPooling3D", "average_pooling3d", "conv3d"]
+__all__ += ["conv3d_transpose", "max_pooling3d"]
 
 
 def __getattr__(name):

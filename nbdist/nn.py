@@ -10,6 +10,7 @@ from nbdist.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from nbdist.ops.conv3d_ops import conv3d, conv3d_backprop_filter, conv3d_backprop_filter_v2, conv3d_transpose
 from nbdist.ops.conv_ops import (
     conv2d,
     conv2d_backprop_filter,
@@ -66,6 +67,7 @@ from nbdist.ops.nn_ops import (
     xw_plus_b,
 )
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
+from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
 from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
@@ -141,6 +143,10 @@ __all__ += ["selu", "silu", "softsign", "swish", "top_k"]
 
 # Issue 32: TF 1.x's RNNs (tf.nn.rnn_cell's cells, dynamic_rnn on tf.while_loop).
 __all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "rnn_cell", "static_rnn"]
+
+# Issue 32: 3-D convolution and pooling.
+__all__ += ["avg_pool3d", "conv3d", "conv3d_backprop_filter", "conv3d_backprop_filter_v2", "conv3d_transpose"]
+__all__ += ["max_pool3d"]
 
 
 def __getattr__(name):

@@ -55,6 +55,11 @@ FLOAT32_IMAGE = {"eps": 1e-2, "rtol": 1e-3, "atol": 1e-3}
 
 # (op type the case checks, fn, inputs[, check_gradients kwargs]); one case at least per
 # differentiable op type, more where the gradient has several paths (transposes, axes, broadcasts).
+def _complex_parts(z):
+    """A complex tensor's real and imaginary parts, stacked: both checked as real outputs."""
+    return tf.stack([tf.real(z), tf.imag(z)])
+
+
 def _after_assert(condition, value):
     with tf.control_dependencies([tf.Assert(condition, [condition])]):
         return tf.identity(value)
@@ -365,6 +370,36 @@ CASES = [
     ("SparseSegmentSum", lambda d: tf.sparse.segment_sum(d, [0, 2, 2], [0, 0, 1]), [r(3, 2)]),
     ("SparseSegmentMean", lambda d: tf.sparse.segment_mean(d, [0, 2, 2], [0, 0, 1]), [r(3, 2)]),
     ("SparseSegmentSqrtN", lambda d: tf.sparse.segment_sqrt_n(d, [0, 2, 1], [0, 0, 2]), [r(3, 2)]),
+    # special functions (special_math_ops) and Fourier transforms (fft_ops)
+    ("Lgamma", tf.lgamma, [p(2, 3)]),
+    ("Digamma", tf.digamma, [p(2, 3)]),
+    ("Polygamma", lambda x: tf.polygamma(_f64(np.full((2, 3), 2.0)), x), [p(2, 3)]),
+    ("Igamma", tf.igamma, [p(2, 3), p(2, 3)]),
+    ("Igammac", tf.igammac, [p(3), p(2, 3)]),
+    ("Betainc", lambda x: tf.betainc(_f64(2.5), _f64(1.5), x), [_RNG.uniform(0.1, 0.9, (2, 3))]),
+    ("Zeta", lambda q: tf.zeta(_f64(3.0), q), [p(2, 3)]),
+    ("Erfinv", tf.math.erfinv, [_RNG.uniform(-0.9, 0.9, (2, 3))]),
+    ("Ndtri", tf.math.ndtri, [_RNG.uniform(0.05, 0.95, (2, 3))]),
+    ("BesselI0", tf.math.bessel_i0, [r(2, 3)]),
+    ("BesselI0e", tf.math.bessel_i0e, [r(2, 3)]),
+    ("BesselI1", tf.math.bessel_i1, [r(2, 3)]),
+    ("BesselI1e", tf.math.bessel_i1e, [r(2, 3)]),
+    ("FFT", lambda x, y: _complex_parts(tf.fft(tf.complex(x, y))), [r(2, 4), r(2, 4)]),
+    ("IFFT", lambda x, y: _complex_parts(tf.ifft(tf.complex(x, y))), [r(3), r(3)]),
+    ("FFT2D", lambda x, y: _complex_parts(tf.fft2d(tf.complex(x, y))), [r(2, 3), r(2, 3)]),
+    ("IFFT2D", lambda x, y: _complex_parts(tf.ifft2d(tf.complex(x, y))), [r(2, 2, 3), r(2, 2, 3)]),
+    ("FFT3D", lambda x, y: _complex_parts(tf.fft3d(tf.complex(x, y))), [r(2, 2, 3), r(2, 2, 3)]),
+    ("IFFT3D", lambda x, y: _complex_parts(tf.ifft3d(tf.complex(x, y))), [r(1, 2, 2, 3), r(1, 2, 2, 3)]),
+    ("FFTND", lambda x, y: _complex_parts(tf.fftnd(tf.complex(x, y), [3, 4], [0, -1])), [r(2, 3, 5), r(2, 3, 5)]),
+    ("IFFTND", lambda x, y: _complex_parts(tf.ifftnd(tf.complex(x, y), [2], [1])), [r(2, 3), r(2, 3)]),
+    ("RFFTND", lambda x: _complex_parts(tf.rfftnd(x, [4, 7], [1, 2], Tcomplex=tf.complex128)), [r(2, 3, 5)]),
+    ("RFFTND", lambda x: _complex_parts(tf.rfftnd(x, [4], [-1], Tcomplex=tf.complex128)), [r(2, 6)]),
+    (
+        "IRFFTND",
+        lambda x, y: tf.irfftnd(tf.complex(x, y), [3, 6], [1, 2], Treal=tf.float64),
+        [r(2, 3, 4), r(2, 3, 4)],
+    ),
+    ("IRFFTND", lambda x, y: tf.irfftnd(tf.complex(x, y), [5], [-1], Treal=tf.float64), [r(2, 4), r(2, 4)]),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.

@@ -152,7 +152,7 @@ def _comparison_op(op_type, numpy_fn, function):
 
 def _div_kernel(ctx, node, x, y):
     dtype = np.asarray(x).dtype
-    if not np.issubdtype(dtype, np.floating):  # TF registers RealDiv for floats only
+    if not np.issubdtype(dtype, np.inexact):  # TF registers RealDiv for floats and complex only
         raise errors.InvalidArgumentError(
             node.name,
             None,
