@@ -45,7 +45,7 @@ def test_namespaces_are_modules():
     [
         (tf, "contrib", "tf.contrib"),
         (tf, "estimator", "tf.estimator"),
-        (tf.nn, "conv3d_transpose", "tf.nn.conv3d_transpose"),
+        (tf.nn, "quantized_conv2d", "tf.nn.quantized_conv2d"),
         (tf.train, "NoSuchThing", "tf.train.NoSuchThing"),
         (tf.metrics, "streaming_auc", "tf.metrics.streaming_auc"),
     ],
