@@ -69,6 +69,7 @@ from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
+from nbdist.ops import queue_more_ops as _queue_more_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
@@ -129,6 +130,7 @@ _export_all(
     _init_ops,
     _variable_scope,
     _queue_ops,
+    _queue_more_ops,
     _accumulator_ops,
     _index_ops,
     _clip_ops,

@@ -37,7 +37,7 @@ def test_fifo_order_sizes_and_shapes(graph):
     enq = q.enqueue_many([np.arange(6, dtype=np.float32).reshape(3, 2), [7, 8, 9]])
     one = q.dequeue()
     two = q.dequeue_many(2)
-    assert two[0].shape.as_list() == [None, 2]
+    assert two[0].shape.as_list() == [2, 2]  # TF's: a constant n is the batch dimension
     with tf.Session() as sess:
         sess.run(enq)
         assert sess.run(q.size()) == 3

@@ -15,6 +15,7 @@ from nbdist.ops.example_parsing_ops import (
 )
 from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
 from nbdist.ops.parsing_ops import decode_csv
+from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
 from nbdist.platform import gfile as _gfile
@@ -49,6 +50,8 @@ for _tf2, _tf1 in {
 __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "PaddingFIFOQueue",
+    "PriorityQueue",
     "QueueBase",
     "RandomShuffleQueue",
     "TFRecordCompressionType",

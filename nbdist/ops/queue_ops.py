@@ -34,6 +34,7 @@ from nbdist.ops import registry
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.random_ops import get_seed
 from nbdist.ops.resources import Feeders
+from nbdist.ops.shape_ops import get_static_value
 
 __all__ = ["FIFOQueue", "QueueBase", "RandomShuffleQueue"]
 
@@ -151,6 +152,15 @@ class QueueResource:
                 out.append(self.items.popleft())
         return out
 
+    def stack(self, elements):
+        """The outputs of a dequeue_many of `elements`: each component stacked along a new axis."""
+        return [
+            np.stack([e[i] for e in elements])
+            if elements
+            else np.zeros((0, *(self.shapes[i].as_list() if self.shapes else [])), self.dtypes[i].np)
+            for i in range(len(self.dtypes))
+        ]
+
     def _check(self, element, node):
         if len(element) != len(self.dtypes):
             raise errors.InvalidArgumentError(
@@ -166,7 +176,16 @@ class QueueResource:
                 )
 
 
-QUEUE = registry.resource_kind("queue", QueueResource, attrs=("capacity", "component_types"), watched=True)
+# Queues of other orders or batching (ops/queue_more_ops.py): their creators name their
+# QueueResource subclass by a ``queue_class`` attr; the queue ops are the same.
+QUEUE_CLASSES = {}
+
+
+def _make_queue(name, device, attrs):
+    return QUEUE_CLASSES.get(attrs.get("queue_class", ""), QueueResource)(name, device, attrs)
+
+
+QUEUE = registry.resource_kind("queue", _make_queue, attrs=("capacity", "component_types"), watched=True)
 
 
 def _resource_shape(inputs, attrs):
@@ -245,16 +264,23 @@ def _dequeue_shape(inputs, attrs):
     return [(d, TensorShape(s)) for d, s in zip(attrs["component_types"], shapes)]
 
 
-def _dequeue_many_shape(inputs, attrs):
+def _dequeue_many_shape(inputs, attrs, n=None):
     shapes = attrs.get("shapes") or [None] * len(attrs["component_types"])
     return [
-        (d, TensorShape(None) if s is None else TensorShape([None, *TensorShape(s).as_list()]))
+        (d, TensorShape(None) if s is None else TensorShape([n, *TensorShape(s).as_list()]))
         for d, s in zip(attrs["component_types"], shapes)
     ]
 
 
 _declare("QueueDequeueV2", _dequeue_shape, blocking=True)
-_declare("QueueDequeueManyV2", _dequeue_many_shape, blocking=True)
+
+
+def _dequeue_n_shape(inputs, attrs):
+    n = get_static_value(inputs[1])  # TF's dequeue_many: a known n is the batch dimension
+    return _dequeue_many_shape(inputs, attrs, None if n is None else int(n))
+
+
+_declare("QueueDequeueManyV2", _dequeue_n_shape, blocking=True)
 _declare("QueueDequeueUpToV2", _dequeue_many_shape, blocking=True)
 
 
@@ -296,25 +322,14 @@ def _dequeue_up_to_ready(ctx, node, queue, n):
         return queue.serve_dequeue(ctx, node, int(n), up_to=True)
 
 
-def _stack(elements, queue):
-    return _outputs(
-        [
-            np.stack([e[i] for e in elements])
-            if elements
-            else np.zeros((0, *(queue.shapes[i].as_list() if queue.shapes else [])), queue.dtypes[i].np)
-            for i in range(len(queue.dtypes))
-        ]
-    )
-
-
 @registry.kernel("QueueDequeueManyV2")
 def _dequeue_many_kernel(ctx, node, queue, n):
-    return _stack(_claimed(ctx, node, queue, int(n)), queue)
+    return _outputs(queue.stack(_claimed(ctx, node, queue, int(n))))
 
 
 @registry.kernel("QueueDequeueUpToV2")
 def _dequeue_up_to_kernel(ctx, node, queue, n):
-    return _stack(_claimed(ctx, node, queue, int(n), up_to=True), queue)  # fewer once closed
+    return _outputs(queue.stack(_claimed(ctx, node, queue, int(n), up_to=True)))  # fewer once closed
 
 
 # -- size, close -----------------------------------------------------------------------------------
