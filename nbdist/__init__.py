@@ -55,6 +55,7 @@ from nbdist.graph.graph_def import GRAPH_DEF_VERSION as _GRAPH_DEF_VERSION
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_ops as _array_ops
+from nbdist.ops import check_ops as _check_ops
 from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import complex_ops as _complex_ops
 from nbdist.ops import cond_ops as _cond_ops
@@ -124,6 +125,7 @@ _export_all(
     _complex_ops,
     _random_ops,
     _control_flow_ops,
+    _check_ops,
     _cond_ops,
     _while_ops,
     _state_ops,

@@ -9,6 +9,7 @@ from nbdist.graph.graph import Operation, Tensor, get_default_graph, graph_eleme
 from nbdist.ops import math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.indexed_slices import IndexedSlices
+from nbdist.ops.tensor_format import summarize_value
 
 registry.shape("NoOp")(lambda inputs, attrs: [])
 registry.kernel("NoOp")(lambda ctx, node: None)
@@ -83,12 +84,7 @@ def _assert_kernel(ctx, node, condition, *data):
 
 def _summary(value, summarize):
     """One input of a failed `Assert`, as TF prints it: ``[a b c...]`` (first `summarize` values)."""
-    if value.dtype == object and value.ndim == 0:
-        v = value.item()
-        return f"[{v.decode() if isinstance(v, bytes) else v}]"
-    flat = value.ravel()
-    shown = " ".join(str(v.decode() if isinstance(v, bytes) else v) for v in flat[:summarize])
-    return f"[{shown}{'...' if flat.size > summarize else ''}]"
+    return f"[{summarize_value(value, summarize)}]"
 
 
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's public name tf.Assert
