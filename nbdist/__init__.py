@@ -86,6 +86,7 @@ from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
+from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops import while_ops as _while_ops
@@ -148,6 +149,7 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
+    _tile_ops,
     _special_math_ops,
     _fft_ops,
     exclude=_NOT_AT_TF,

@@ -131,7 +131,23 @@ def _euclidean_norm(x, axis, keepdims):
     return np.sqrt(np.add.reduce(np.square(x), axis=axis, keepdims=keepdims))
 
 
-_KERNELS = {"Sum": np.add.reduce, "Mean": _mean, "Max": np.max, "Min": np.min, "All": np.all, "Any": np.any}
+def _extreme(fn, lowest):
+    """`np.max` / `np.min`; over no elements TF's identity (the dtype's lowest / highest value)."""
+
+    def reduce(x, axis, keepdims):
+        if np.size(x) or np.asarray(x).dtype.kind not in "iuf":
+            return fn(x, axis=axis, keepdims=keepdims)
+        if x.dtype.kind == "f":
+            initial = -np.inf if lowest else np.inf
+        else:
+            initial = np.iinfo(x.dtype).min if lowest else np.iinfo(x.dtype).max
+        return fn(x, axis=axis, keepdims=keepdims, initial=initial)
+
+    return reduce
+
+
+_KERNELS = {"Sum": np.add.reduce, "Mean": _mean, "All": np.all, "Any": np.any}
+_KERNELS.update({"Max": _extreme(np.max, True), "Min": _extreme(np.min, False)})
 _KERNELS.update({"Prod": np.multiply.reduce, "EuclideanNorm": _euclidean_norm})
 for _t, _fn in _KERNELS.items():
     registry.shape(_t)(functools.partial(_reduce_shape, op_type=_t))
