@@ -36,7 +36,7 @@ class DType:
 
     @property
     def is_unsigned(self):
-        return self._np.kind in "ub"
+        return self._np.kind == "u"  # not bool, as TF's
 
     @property
     def real_dtype(self):
@@ -54,6 +54,34 @@ class DType:
     @property
     def size(self):
         return 0 if self is string else self._np.itemsize
+
+    @property
+    def min(self):
+        """The smallest value of the type (TF's; a TypeError for bool, string and complex)."""
+        return self._limit(0)
+
+    @property
+    def max(self):
+        """The largest value of the type (TF's; a TypeError for bool, string and complex)."""
+        return self._limit(1)
+
+    def _limit(self, index):
+        if self._np.kind == "f":
+            info = np.finfo(self._np)
+            return (-info.max, info.max)[index]
+        if self._np.kind in "iu":
+            info = np.iinfo(self._np)
+            return (info.min, info.max)[index]
+        raise TypeError(f"Cannot find {('minimum', 'maximum')[index]} value of {self!r}.")
+
+    @property
+    def as_datatype_enum(self):
+        """TF's `DataType` enum number of the type (DT_FLOAT is 1)."""
+        return _ENUMS[self.name]
+
+    def is_compatible_with(self, other):
+        """Whether a value of dtype `other` can be used where this one is expected (the same type)."""
+        return self == other
 
     def __eq__(self, other):
         try:
@@ -106,6 +134,12 @@ _ALL = (
     bool,
     string,
 )
+# TF's DataType enum (types.proto)
+_ENUMS = {
+    "float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
+    "complex64": 8, "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19,
+    "variant": 21, "uint32": 22, "uint64": 23,
+}  # fmt: skip
 # TF's other spellings: tf.placeholder("float", ...) is float32.
 _BY_NAME = {d.name: d for d in _ALL} | {
     "half": float16,

@@ -138,7 +138,8 @@ def _filled(shape, dtype, value, name):
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
     """`tf.zeros`: a tensor of `shape` (a list or a 1-D int tensor) filled with zeros."""
-    return _filled(shape, dtype, 0, name or "zeros")
+    zero = b"" if _dtypes.as_dtype(dtype) is _dtypes.string else 0  # TF's zeros of strings
+    return _filled(shape, dtype, zero, name or "zeros")
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):

@@ -38,7 +38,11 @@ def where(condition, x, y, name=None):
 # -- zeros/ones like ----------------------------------------------------------------------------
 registry.shape("ZerosLike")(same_as_input)
 registry.shape("OnesLike")(same_as_input)
-registry.kernel("ZerosLike")(lambda ctx, node, x: np.zeros_like(x))
+registry.kernel("ZerosLike")(
+    lambda ctx, node, x: (
+        np.full(np.shape(x), b"", object) if np.asarray(x).dtype == object else np.zeros_like(x)
+    )
+)  # a string tensor's zeros are b"", as TF's
 registry.kernel("OnesLike")(lambda ctx, node, x: np.ones_like(x))
 registry.no_gradient("ZerosLike")
 registry.no_gradient("OnesLike")

@@ -454,7 +454,9 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
     if not inputs or not isinstance(inputs, (list, tuple)):
         raise ValueError("inputs must be a list of at least one Tensor with the same dtype and shape")
     inputs = convert_n(list(inputs))
+    merged = TensorShape(shape)
     for t in inputs:
+        merged = merged.merge_with(t.shape)  # ValueError for shapes that differ, as TF's
         if tensor_dtype is not None and t.dtype != _dtypes.as_dtype(tensor_dtype):
             raise TypeError(
                 f"tf.accumulate_n: {t.name} is {t.dtype.name}, expected tensor_dtype {tensor_dtype}"

@@ -216,7 +216,14 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002 - TF'
 
 
 # -- reverse ---------------------------------------------------------------------------------
-registry.shape("ReverseV2")(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+@registry.shape("ReverseV2")
+def _reverse_shape(inputs, attrs):
+    x, axis = inputs
+    axes = get_static_value(axis)
+    if axes is not None and x.shape.ndims is not None:
+        for a in np.asarray(axes).ravel():
+            normalize_axis(int(a), x.shape.ndims, "ReverseV2")
+    return [(x.dtype, x.shape)]
 
 
 @registry.kernel("ReverseV2")

@@ -338,15 +338,20 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=_dtypes.int32,
     """
     labels = math_ops.cast(reshape(convert_to_tensor(labels), [-1]), _dtypes.int64)
     predictions = math_ops.cast(reshape(convert_to_tensor(predictions), [-1]), _dtypes.int64)
+    known = None
     if num_classes is None:
         num_classes = math_ops.maximum(reduce_max(predictions), reduce_max(labels)) + 1
     else:
-        num_classes = math_ops.cast(int_tensor(num_classes, "num_classes"), _dtypes.int64)
+        num_classes = int_tensor(num_classes, "num_classes")
+        known = get_static_value(num_classes)
+        num_classes = math_ops.cast(num_classes, _dtypes.int64)
     values = (
         math_ops.ones_like(predictions, dtype=dtype)
         if weights is None
         else reshape(convert_to_tensor(weights, dtype=dtype), [-1])
     )
     flat = unsorted_segment_sum(values, labels * num_classes + predictions, num_classes * num_classes)
+    if known is not None:  # TF's static [n, n]
+        return reshape(flat, [int(known), int(known)], name=name)
     side = reshape(math_ops.cast(num_classes, _dtypes.int32), [1])
     return reshape(flat, concat([side, side], 0), name=name)

@@ -104,12 +104,12 @@ def _sparse_to_dense_kernel(ctx, node, indices, output_shape, values, default_va
     return out
 
 
-def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
+def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, name=None):
     """`tf.sparse_tensor_to_dense`: the dense tensor `sp_input` stands for.
 
     Args:
         sp_input: a `SparseTensor`.
-        default_value: the value of the entries it does not name (0; pass ``""`` for strings).
+        default_value: the value of the entries it does not name (None: 0, or ``b""`` for strings).
         validate_indices: check that the indices are in row-major order, none repeated.
         name: the op's name.
 

@@ -59,7 +59,14 @@ def _softplus(x):
 
 
 def _bool_shape(inputs, attrs):
-    return [(_dtypes.bool, inputs[0].shape)]
+    """A bool of `x`'s shape (IsNan, IsInf, IsFinite: defined for floats only, as TF's)."""
+    x = inputs[0]
+    if not x.dtype.is_floating:
+        raise TypeError(
+            f"Value passed to parameter 'x' has DataType {x.dtype.name} not in list of allowed "
+            f"values: float16, float32, float64 ({x.name}: cast it to a float first)"
+        )
+    return [(_dtypes.bool, x.shape)]
 
 
 def _elementwise(scalar_fn):

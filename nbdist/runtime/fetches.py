@@ -147,7 +147,7 @@ def normalize_feeds(graph, feed_dict, cache=None):
     out = {}
     cache = FeedCache() if cache is None else cache
     cache.trim()
-    for key, value in (feed_dict or {}).items():
+    for key, value in _sparse_feeds(feed_dict or {}):
         cacheable = isinstance(key, (Tensor, str))
         tensor = cache.tensors.get(key) if cacheable else None
         if tensor is None:
@@ -156,6 +156,22 @@ def normalize_feeds(graph, feed_dict, cache=None):
                 cache.tensors[key] = tensor
         out[tensor] = _check_feed(tensor, value, cache.shapes)
     return out
+
+
+def _sparse_feeds(feed_dict):
+    """`feed_dict`'s items, a `SparseTensor` key's value (a `SparseTensorValue`, or an
+    ``(indices, values, dense_shape)`` triple) fed to its three tensors, as TF's."""
+    for key, value in feed_dict.items():
+        parts = [getattr(key, attr, None) for attr in ("indices", "values", "dense_shape")]
+        if isinstance(key, Tensor) or not all(isinstance(p, Tensor) for p in parts):
+            yield key, value
+            continue
+        if not isinstance(value, (tuple, list)) or len(value) != 3:
+            raise TypeError(
+                f"feed_dict key {key!r} is a SparseTensor: feed it a tf.SparseTensorValue (or an "
+                f"(indices, values, dense_shape) tuple), not {type(value).__name__}"
+            )
+        yield from zip(parts, value, strict=True)
 
 
 def _feed_tensor(graph, key):
