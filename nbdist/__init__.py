@@ -76,6 +76,7 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import scan_ops as _scan_ops
+from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
@@ -86,8 +87,10 @@ from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
+from nbdist.ops import template as _template
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
+from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops import while_ops as _while_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
@@ -132,6 +135,9 @@ _export_all(
     _state_ops,
     _init_ops,
     _variable_scope,
+    _variable_creation,
+    _scope_helpers,
+    _template,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,

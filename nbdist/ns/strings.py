@@ -1,6 +1,9 @@
 """`tf.strings`: TF's string names over ops/string_ops.py (`join` is `string_join`, ...)."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.string_hash_ops import string_to_hash_bucket as to_hash_bucket
+from nbdist.ops.string_hash_ops import string_to_hash_bucket_fast as to_hash_bucket_fast
+from nbdist.ops.string_hash_ops import string_to_hash_bucket_strong as to_hash_bucket_strong
 from nbdist.ops.string_ops import (
     as_string,
     format,  # noqa: A004 - TF's name
@@ -30,6 +33,9 @@ __all__ = [
     "split",
     "strip",
     "substr",
+    "to_hash_bucket",
+    "to_hash_bucket_fast",
+    "to_hash_bucket_strong",
     "to_number",
     "unsorted_segment_join",
     "upper",

@@ -16,6 +16,12 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor, register_tensor_conversion_function
 from nbdist.ops.control_flow_ops import group
+from nbdist.ops.variable_creation import (
+    VariableAggregation,
+    VariableMetaclass,
+    VariableSynchronization,
+    validate_synchronization_aggregation_trainable,
+)
 
 # -- VariableV2: reading ---------------------------------------------------------------------
 registry.declare("VariableV2", creates="variable", stateful=True)
@@ -243,12 +249,15 @@ def assign_sub(ref, value, use_locking=None, name=None):
 
 
 # -- tf.Variable -------------------------------------------------------------------------------------
-class Variable:
+class Variable(metaclass=VariableMetaclass):  # made through tf.variable_creator_scope's creators
     """`tf.Variable`: a named, mutable tensor held by the task it is placed on.
 
     Args:
         initial_value: a Tensor or value (or a callable returning one).
-        trainable: add it to `TRAINABLE_VARIABLES` (optimizers update those).
+        trainable: add it to `TRAINABLE_VARIABLES` (optimizers update those); default True,
+            False when `synchronization` is ``ON_READ`` (TF's).
+        synchronization, aggregation: a `tf.VariableSynchronization` / `tf.VariableAggregation`
+            (or its value), recorded for distribution strategies as TF does.
         collections: collections to add it to (default `[GLOBAL_VARIABLES]`).
         name: op name (default ``"Variable"``, made unique).
         dtype: convert the initial value to this dtype.
@@ -258,7 +267,7 @@ class Variable:
     def __init__(
         self,
         initial_value=None,
-        trainable=True,
+        trainable=None,
         collections=None,
         validate_shape=True,
         caching_device=None,
@@ -266,9 +275,14 @@ class Variable:
         dtype=None,
         expected_shape=None,
         use_resource=None,
+        synchronization=VariableSynchronization.AUTO,
+        aggregation=VariableAggregation.NONE,
     ):
         if initial_value is None:
             raise ValueError("tf.Variable needs an initial_value (a tensor, array or callable)")
+        self._synchronization, self._aggregation, trainable = validate_synchronization_aggregation_trainable(
+            synchronization, aggregation, trainable, name
+        )
         graph = get_default_graph()
         with graph.name_scope(name or "Variable") as scope:
             op_name = scope[:-1]
@@ -342,6 +356,14 @@ class Variable:
     @property
     def trainable(self):
         return self._trainable
+
+    @property
+    def synchronization(self):
+        return self._synchronization
+
+    @property
+    def aggregation(self):
+        return self._aggregation
 
     @property
     def initializer(self):

@@ -277,10 +277,13 @@ class variable_scope:  # noqa: N801 - TF's public name
             base = nos
             reuse = nos.reuse if not self._reuse else self._reuse
         else:
+            name_scope = nos
             if nos is None:
+                # The name scope is the default name made unique by the graph, apart from the
+                # variable scope's (TF's: a second template "dense" is dense_1/w in dense_2/).
+                name_scope = self._default_name
                 nos = _unique_scope_name(store, old, self._default_name)
             new_name = f"{old.name}/{nos}" if old.name else nos
-            name_scope = nos
             base = old
             reuse = self._reuse or old.reuse
             store.close_subscopes(new_name)
@@ -375,6 +378,8 @@ def get_variable(
         validate_shape=validate_shape,
         custom_getter=custom_getter,
         constraint=constraint,
+        synchronization=synchronization,
+        aggregation=aggregation,
     )
 
 

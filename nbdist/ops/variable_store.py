@@ -20,6 +20,7 @@ from nbdist.ops import init_ops
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.partitioned_variables import PartitionedVariable, PartitionInfo
 from nbdist.ops.state_ops import Variable
+from nbdist.ops.variable_creation import validate_synchronization_aggregation_trainable
 
 
 class VariableStore:
@@ -50,12 +51,16 @@ def true_getter(
     partitioner=None,
     validate_shape=True,
     constraint=None,
+    synchronization=None,
+    aggregation=None,
     **unused,
 ):
     """The variable `name` of `var_store`, created or shared per `reuse`: the getter that
     `VariableScope.get_variable` calls (a custom getter wraps it)."""
     dtype = _dtypes.as_dtype(dtype)
     shape = None if shape is None else TensorShape(shape)
+    sync = validate_synchronization_aggregation_trainable(synchronization, aggregation, trainable, name)
+    trainable = sync[2]
     if partitioner is not None:
         return _get_partitioned(
             var_store,
@@ -76,7 +81,17 @@ def true_getter(
             "name exists: pass the same partitioner (or a scope with it) to get_variable"
         )
     return _get_single(
-        var_store, name, shape, dtype, initializer, regularizer, reuse, trainable, collections, validate_shape
+        var_store,
+        name,
+        shape,
+        dtype,
+        initializer,
+        regularizer,
+        reuse,
+        trainable,
+        collections,
+        validate_shape,
+        sync=sync[:2],
     )
 
 
@@ -108,6 +123,7 @@ def _get_single(
     collections,
     validate_shape,
     partition_info=None,
+    sync=(None, None),
 ):
     existing = var_store.vars.get(name)
     _check_reuse(var_store, name, reuse, existing)
@@ -131,6 +147,8 @@ def _get_single(
         collections=collections,
         dtype=variable_dtype,
         validate_shape=validate_shape,
+        synchronization=sync[0],
+        aggregation=sync[1],
     )
     var_store.vars[name] = v
     var_store.defined_at[name] = _defined_at()
