@@ -37,6 +37,7 @@ def test_save_returns_the_prefix_and_writes_tf_layout(tmp_path):
         "checkpoint",
         "model.ckpt-42.data-00000-of-00001",
         "model.ckpt-42.index",
+        "model.ckpt-42.meta",  # the meta graph, as TF writes it (tf.train.import_meta_graph)
     ]
     assert checkpoint_format.read_index(path)["tensors"].keys() == {"w", "n", "s", "global_step"}
 

@@ -421,6 +421,37 @@ class Variable(metaclass=VariableMetaclass):  # made through tf.variable_creator
     def _ref(self):
         return self._variable
 
+    # -- as data (TF's VariableDef, for meta graphs) ---------------------------------------------
+    def to_proto(self, export_scope=None):
+        """TF's ``VariableDef`` as a dict: the names of the variable's ops and tensors (with
+        `export_scope` removed; None when the variable is outside it)."""
+        scope = f"{export_scope.rstrip('/')}/" if export_scope else ""
+        if scope and not self.name.startswith(scope):
+            return None
+        strip = lambda name: name[len(scope) :]  # noqa: E731
+        return {
+            "variable_name": strip(self._variable.name),
+            "initial_value_name": strip(self._initial_value.name),
+            "initializer_name": strip(self._initializer_op.name),
+            "snapshot_name": strip(self._snapshot.name),
+            "trainable": self._trainable,
+        }
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        """The `Variable` over the existing ops a ``VariableDef`` dict names (under `import_scope`)."""
+        graph = get_default_graph()
+        scope = f"{import_scope.rstrip('/')}/" if import_scope else ""
+        var = Variable.__new__(Variable)
+        var._variable = graph.as_graph_element(scope + variable_def["variable_name"])
+        var._initializer_op = graph.as_graph_element(scope + variable_def["initializer_name"])
+        var._snapshot = graph.as_graph_element(scope + variable_def["snapshot_name"])
+        initial = variable_def.get("initial_value_name")
+        var._initial_value = graph.as_graph_element(scope + initial) if initial else None
+        var._trainable = bool(variable_def.get("trainable", True))
+        var._save_slice_info = None
+        return var
+
     def __repr__(self):
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
 

@@ -73,6 +73,8 @@ from nbdist.train.learning_rate_decay import (
     polynomial_decay,
 )
 from nbdist.train.loops import FeedFnHook, GlobalStepWaiterHook, basic_train_loop, checkpoints_iterator
+from nbdist.train.meta_graph import export_meta_graph
+from nbdist.train.meta_graph_import import import_meta_graph
 from nbdist.train.momentum import MomentumOptimizer
 from nbdist.train.monitored_session import (
     ChiefSessionCreator,
@@ -170,12 +172,14 @@ __all__ = [
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "export_meta_graph",
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "import_meta_graph",
     "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",

@@ -242,5 +242,9 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
 
 
 def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=None, meta_graph_suffix="meta"):
-    """Deletes the index and data files of a checkpoint."""
+    """Deletes the index and data files of a checkpoint, and its meta graph
+    (``<prefix>.<meta_graph_suffix>``) as TF does."""
     checkpoint_format.remove(checkpoint_prefix)
+    if meta_graph_suffix:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{checkpoint_prefix}.{meta_graph_suffix}")

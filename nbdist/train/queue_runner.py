@@ -43,7 +43,11 @@ class QueueRunner:
         import_scope=None,
     ):
         if queue_runner_def is not None:
-            raise ValueError("QueueRunner: queue_runner_def (a protocol buffer) is not supported by nbdist")
+            if queue is not None or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            queue, enqueue_ops, close_op, cancel_op, queue_closed_exception_types = _from_def(
+                queue_runner_def, import_scope
+            )
         if queue is None or not enqueue_ops:
             raise ValueError("QueueRunner needs a queue and at least one enqueue op")
         self._queue = queue
@@ -69,6 +73,26 @@ class QueueRunner:
     @property
     def name(self):
         return self._queue.name
+
+    def to_proto(self, export_scope=None):
+        """TF's ``QueueRunnerDef`` as a dict: the queue's and ops' names (`export_scope`
+        removed; None when the queue is outside it) and the closed-queue errors' codes."""
+        scope = f"{export_scope.rstrip('/')}/" if export_scope else ""
+        if scope and not self._queue.name.startswith(scope):
+            return None
+        strip = lambda name: name[len(scope) :]  # noqa: E731
+        return {
+            "queue_name": strip(self._queue.name),
+            "enqueue_op_name": [strip(op.name) for op in self._enqueue_ops],
+            "close_op_name": strip(self._close_op.name),
+            "cancel_op_name": strip(self._cancel_op.name),
+            "queue_closed_exception_types": [t.error_code for t in self._closed_types],
+        }
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None):
+        """The `QueueRunner` over the existing ops a ``QueueRunnerDef`` dict names."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
     def _run(self, sess, enqueue_op, coord):
         decremented = False
@@ -135,6 +159,25 @@ class QueueRunner:
             if start:
                 t.start()
         return threads
+
+
+def _from_def(queue_runner_def, import_scope):
+    """The queue, ops and error classes a ``QueueRunnerDef`` dict names, in the default graph."""
+    from nbdist.ops.queue_ops import QueueBase  # noqa: PLC0415 - the queue ops load with tf
+
+    graph = get_default_graph()
+    scope = f"{import_scope.rstrip('/')}/" if import_scope else ""
+    op = graph.get_operation_by_name(scope + queue_runner_def["queue_name"])
+    shapes = op.get_attr("shapes") if "shapes" in op.attrs else None
+    queue = QueueBase(list(op.get_attr("component_types")), shapes or None, None, op.outputs[0])
+    codes = queue_runner_def.get("queue_closed_exception_types") or []
+    return (
+        queue,
+        [graph.get_operation_by_name(scope + n) for n in queue_runner_def["enqueue_op_name"]],
+        graph.get_operation_by_name(scope + queue_runner_def["close_op_name"]),
+        graph.get_operation_by_name(scope + queue_runner_def["cancel_op_name"]),
+        [errors.exception_type_from_error_code(c) for c in codes] or None,
+    )
 
 
 def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):

@@ -28,7 +28,7 @@ from nbdist.ops import control_flow_ops, math_ops, registry, state_ops
 from nbdist.ops import io_ops as _io_ops  # noqa: F401 - registers the ops this module builds
 from nbdist.ops.constant_op import constant
 from nbdist.train import checkpoint_management as _cm
-from nbdist.train import training_util
+from nbdist.train import meta_graph, training_util
 
 _log = logging.getLogger("nbdist")
 
@@ -248,7 +248,9 @@ class Saver:
             save_path: the prefix, e.g. ``"/tmp/run/model.ckpt"``; its directory must exist.
             global_step: an int, or a tensor/variable whose value names the checkpoint.
             write_state: also update the ``checkpoint`` state file and delete old checkpoints.
-            write_meta_graph: accepted; nbdist writes no ``.meta`` file (no MetaGraphDef).
+            write_meta_graph: also write the graph, its collections and this saver to
+                ``<prefix>.<meta_graph_suffix>`` (`export_meta_graph`), as TF does, for
+                `tf.train.import_meta_graph`.
 
         Raises:
             ValueError: if the directory of `save_path` does not exist.
@@ -281,6 +283,8 @@ class Saver:
                 self.saver_def.save_tensor_name, {self.saver_def.filename_tensor_name: checkpoint_file}
             )
             prefix = value.decode() if isinstance(value, bytes) else str(value)
+            if write_meta_graph:
+                self._write_meta_graph(sess, f"{prefix}.{meta_graph_suffix}")
             if write_state:
                 self._record(prefix)
                 _cm.update_checkpoint_state(
@@ -295,6 +299,37 @@ class Saver:
                 )
                 self._delete_old()
             return prefix
+
+    def _write_meta_graph(self, sess, filename):
+        graph = getattr(sess, "graph", None) or get_default_graph()
+        try:
+            self.export_meta_graph(filename, graph=graph)
+        except (TypeError, ValueError, OSError) as e:  # the checkpoint itself is written
+            _log.warning("The meta graph %s was not written: %s", filename, e)
+
+    def export_meta_graph(
+        self,
+        filename=None,
+        collection_list=None,
+        as_text=False,
+        export_scope=None,
+        clear_devices=False,
+        clear_extraneous_savers=False,
+        strip_default_attrs=False,
+        save_debug_info=False,
+        graph=None,
+    ):
+        """The default graph (or `graph`), its collections and this saver as a `MetaGraphDef`,
+        written to `filename` when given (`tf.train.export_meta_graph`)."""
+        return meta_graph.export_meta_graph(
+            filename,
+            saver_def=self.saver_def,
+            collection_list=collection_list,
+            as_text=as_text,
+            graph=graph,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
+        )
 
     def restore(self, sess, save_path):
         """Restores the variables from the checkpoint at `save_path` (a prefix).
