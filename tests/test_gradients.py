@@ -405,6 +405,17 @@ CASES = [
         [r(2, 3, 4), r(2, 3, 4)],
     ),
     ("IRFFTND", lambda x, y: tf.irfftnd(tf.complex(x, y), [5], [-1], Treal=tf.float64), [r(2, 4), r(2, 4)]),
+    # (scatter_nd_ops, sort_search_ops: indexing by N-d coordinates, selecting with broadcasting)
+    ("GatherNd", lambda x: tf.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), [r(3, 2)]),
+    ("GatherNd", lambda x: tf.gather_nd(x, [[[1], [0]]]), [r(2, 3, 2)]),
+    ("ScatterNd", lambda u: tf.scatter_nd([[1, 0], [0, 2], [1, 0]], u, [2, 3, 2]), [r(3, 2)]),
+    ("TensorScatterUpdate", lambda x, u: tf.tensor_scatter_nd_update(x, [[2], [0]], u), [r(3, 2), r(2, 2)]),
+    ("TensorScatterAdd", lambda x, u: tf.tensor_scatter_nd_add(x, [[1, 1], [1, 1]], u), [r(2, 3), r(2)]),
+    ("TensorScatterSub", lambda x, u: tf.tensor_scatter_nd_sub(x, [[0, 2]], u), [r(2, 3), r(1)]),
+    ("TensorScatterMax", lambda x, u: tf.tensor_scatter_nd_max(x, [[0], [2]], u), [r(3, 2), r(2, 2)]),
+    ("TensorScatterMin", lambda x, u: tf.tensor_scatter_nd_min(x, [[1, 0], [0, 1]], u), [r(2, 2), r(2)]),
+    ("SelectV2", lambda x, y: tf.where_v2(x > 0.0, x * 2.0, y), [r(2, 3), r(3)]),
+    ("SelectV2", lambda x, y: tf.where_v2([[True], [False]], x, y), [r(1, 3), r(2, 1)]),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.
