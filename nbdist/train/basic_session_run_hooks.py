@@ -22,8 +22,10 @@ class SecondOrStepTimer:
     """Triggers every `every_secs` seconds or every `every_steps` steps (exactly one of them)."""
 
     def __init__(self, every_secs=None, every_steps=None):
-        if (every_secs is None) == (every_steps is None):
-            raise ValueError("exactly one of every_secs and every_steps should be provided.")
+        if every_secs is None and every_steps is None:  # TF's two messages
+            raise ValueError("Either every_secs or every_steps should be provided.")
+        if every_secs is not None and every_steps is not None:
+            raise ValueError("Can not provide both every_secs and every_steps.")
         self._every_secs = every_secs
         self._every_steps = every_steps
         self.reset()

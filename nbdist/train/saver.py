@@ -36,16 +36,25 @@ _log = logging.getLogger("nbdist")
 class SaverDef:
     """TF's ``SaverDef``: the names a Saver's save and restore run through."""
 
-    V2 = 2
+    LEGACY, V1, V2 = 0, 1, 2
 
-    def __init__(self, filename_tensor_name, save_tensor_name, restore_op_name, max_to_keep, sharded, hours):
+    def __init__(
+        self,
+        filename_tensor_name="",
+        save_tensor_name="",
+        restore_op_name="",
+        max_to_keep=0,
+        sharded=False,
+        keep_checkpoint_every_n_hours=0.0,
+        version=V2,
+    ):
         self.filename_tensor_name = filename_tensor_name
         self.save_tensor_name = save_tensor_name
         self.restore_op_name = restore_op_name
         self.max_to_keep = max_to_keep
         self.sharded = sharded
-        self.keep_checkpoint_every_n_hours = hours
-        self.version = self.V2
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.version = version
 
 
 def _op_name(var):
