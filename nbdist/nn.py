@@ -29,7 +29,9 @@ from nbdist.ops.conv_ops import (
     depthwise_conv2d_native_backprop_input as depthwise_conv2d_backprop_input,
 )
 from nbdist.ops.embedding_ops import embedding_lookup
+from nbdist.ops.fused_batch_norm_ops import fused_batch_norm
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
+from nbdist.ops.morphology_ops import dilation2d, erosion2d, max_pool_with_argmax
 from nbdist.ops.nn_extra_ops import (
     atrous_conv2d,
     avg_pool1d,
@@ -147,6 +149,9 @@ __all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "rnn_cell", "static_rnn"
 # Issue 32: 3-D convolution and pooling.
 __all__ += ["avg_pool3d", "conv3d", "conv3d_backprop_filter", "conv3d_backprop_filter_v2", "conv3d_transpose"]
 __all__ += ["max_pool3d"]
+
+# Issue 32: fused_batch_norm and the max-plus windows.
+__all__ += ["dilation2d", "erosion2d", "fused_batch_norm", "max_pool_with_argmax"]
 
 
 def __getattr__(name):
