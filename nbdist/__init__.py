@@ -65,6 +65,7 @@ from nbdist.ops import example_parsing_ops as _example_parsing_ops
 from nbdist.ops import fft_ops as _fft_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
+from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import int_div_ops as _int_div_ops
 from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
 from nbdist.ops import linalg_ops as _linalg_ops
@@ -134,6 +135,7 @@ _export_all(
     _random_ops,
     _control_flow_ops,
     _check_ops,
+    _logging_ops,
     _cond_ops,
     _while_ops,
     _state_ops,

@@ -20,6 +20,7 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import broadcast_shape, invalid_argument, unknown_dims
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.sparse_tensor import SparseTensor
+from nbdist.ops.tensor_format import format_element
 
 __all__ = [
     "as_string",
@@ -438,17 +439,13 @@ def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=
 def _format_item(v):
     if isinstance(v, bytes):
         return '"' + v.decode("utf-8", "replace") + '"'
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (float, np.floating)):
-        return f"{v:g}"
-    return str(v)
+    return format_element(v)  # as TF: 1/0 for bools, a float32 with the digits it needs
 
 
 def _format_tensor(x, summarize, indent=1):
     """A tensor as TF prints it: ``[[1 2 ... 4 5]\n [6 7 ... 9 10]]`` (`summarize` per end)."""
-    if x.ndim == 0:
-        return _format_item(x.item())
+    if np.ndim(x) == 0:  # (an element of an object array is bytes; a float32 keeps its digits)
+        return _format_item(x[()] if isinstance(x, np.ndarray) else x)
     rows = list(range(len(x)))
     if summarize >= 0 and len(x) > 2 * summarize:
         rows = [*rows[:summarize], None, *rows[-summarize:]]
