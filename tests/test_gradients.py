@@ -127,6 +127,26 @@ CASES = [
     ("AvgPool", lambda x: tf.nn.avg_pool(x, 2, 3, "VALID", "NCHW"), [r(1, 2, 5, 5)]),
     ("AvgPoolGrad", _second_order(lambda x: tf.nn.avg_pool(x * x, 3, 2, "SAME")), [r(1, 5, 4, 2)]),
     ("LRN", lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75), [r(2, 2, 1, 6)]),
+    (
+        "FusedBatchNormV3",
+        lambda x, s, o: tf.nn.fused_batch_norm(x, s, o)[0] * tf.sin(x),
+        [r(2, 3, 2, 3), p(3), r(3)],
+    ),
+    (
+        "FusedBatchNormV3",
+        lambda x, s, o: tf.nn.fused_batch_norm(x, s, o, [0.5, -1.0], [2.0, 0.5], 0.1, "NCHW", False)[0],
+        [r(2, 2, 3, 2), p(2), r(2)],
+    ),
+    (
+        "Dilation2D",
+        lambda x, k: tf.nn.dilation2d(x, k, [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        [r(1, 4, 5, 2), r(2, 2, 2)],
+    ),
+    (
+        "MaxPoolWithArgmax",
+        lambda x: tf.nn.max_pool_with_argmax(x, [1, 2, 2, 1], [1, 2, 1, 1], "SAME")[0],
+        [r(2, 4, 3, 2)],
+    ),
     ("Cast", lambda x: tf.cast(tf.cast(x, tf.float32) * 3.0, tf.float64), [r(3)], LOOSE),
     ("ConcatV2", lambda x, y: tf.concat([x, y], axis=1), [r(2, 3), r(2, 1)]),
     ("ConcatV2", lambda x, y: tf.concat([x, y, x], axis=-2), [r(1, 3), r(2, 3)]),
