@@ -46,13 +46,16 @@ def test_check_numerics_as_tensorflow(tf1, value):
 
 def test_check_numerics_of_float64_and_half(tf1):
     for dtype in ("float64", "float16"):
-        kind, value = _check_run(tf, np.array([1.0, np.inf]), getattr(tf, dtype))
+        _, value = _check_run(tf, np.array([1.0, np.inf]), getattr(tf, dtype))
         assert value == _check_run(tf1, np.array([1.0, np.inf]), getattr(tf1, dtype))[1]
 
 
 def test_check_numerics_refuses_integers_as_tensorflow(tf1):
     for lib in (tf, tf1):
-        with lib.Graph().as_default(), pytest.raises(TypeError, match="DataType int32 not in list of allowed"):
+        with (
+            lib.Graph().as_default(),
+            pytest.raises(TypeError, match="DataType int32 not in list of allowed"),
+        ):
             lib.check_numerics(lib.constant([1, 2]), "ints")
 
 
@@ -90,7 +93,9 @@ def _verify(lib, feed):
 
 def test_verify_tensor_all_finite_as_tensorflow(tf1):
     ours, theirs = _verify(tf, X), _verify(tf1, X)
-    assert ours[0] == theirs[0] == ["VerifyFinite/control_dependency:0", "vv/control_dependency:0", "Identity"]
+    assert (
+        ours[0] == theirs[0] == ["VerifyFinite/control_dependency:0", "vv/control_dependency:0", "Identity"]
+    )
     np.testing.assert_array_equal(ours[1], theirs[1])
     assert _verify(tf, [np.nan])[1] == _verify(tf1, [np.nan])[1] == "msg : Tensor had NaN values"
 
@@ -126,13 +131,14 @@ def test_add_check_numerics_ops_as_tensorflow(tf1):
     assert _graph_checks(tf, [-1.0])[2] == _graph_checks(tf1, [-1.0])[2] == "b:0 : Tensor had NaN values"
 
 
-def test_add_check_numerics_ops_refuses_control_flow(tf1):
-    for lib in (tf, tf1):
-        with lib.Graph().as_default():
-            p = lib.placeholder(lib.bool)
-            lib.cond(p, lambda: lib.constant(1.0), lambda: lib.constant(2.0))
-            with pytest.raises(ValueError, match="not compatible with TensorFlow control flow"):
-                lib.add_check_numerics_ops()
+@pytest.mark.parametrize("which", ["nbdist", "tensorflow"])
+def test_add_check_numerics_ops_refuses_control_flow(tf1, which):
+    lib = tf if which == "nbdist" else tf1
+    with lib.Graph().as_default():
+        p = lib.placeholder(lib.bool)
+        lib.cond(p, lambda: lib.constant(1.0), lambda: lib.constant(2.0))
+        with pytest.raises(ValueError, match="not compatible with TensorFlow control flow"):
+            lib.add_check_numerics_ops()
 
 
 def _print_v1(lib):
@@ -149,7 +155,7 @@ def _print_v1(lib):
         return x.op.type, y.name, [sess.run(y) for _ in range(3)]
 
 
-def test_Print_writes_to_stderr_as_tensorflow(tf1, capfd):
+def test_print_v1_writes_to_stderr_as_tensorflow(tf1, capfd):
     ours = _print_v1(tf)
     our_err = capfd.readouterr().err
     theirs = _print_v1(tf1)
@@ -160,7 +166,7 @@ def test_Print_writes_to_stderr_as_tensorflow(tf1, capfd):
     assert our_err.count("msg: [1 2 3...][s][[1.5 2][3...]...][1 0][0.333333343]\n") == 2
 
 
-def test_Print_passes_its_gradient_to_its_input(tf1):
+def test_print_v1_passes_its_gradient_to_its_input(tf1):
     for lib in (tf, tf1):
         with lib.Graph().as_default(), lib.Session() as sess:
             x = lib.constant([1.0, 2.0])
@@ -187,7 +193,9 @@ def _print_v2(lib, stream, path):
             end="!\n",
             summarize=2,
         )
-        q = lib.print(lib.reshape(lib.range(24.0), [2, 3, 4]), lib.zeros([0, 2]), lib.constant(5), name="second")
+        q = lib.print(
+            lib.reshape(lib.range(24.0), [2, 3, 4]), lib.zeros([0, 2]), lib.constant(5), name="second"
+        )
         r = lib.print(lib.constant("one string"), output_stream=f"file://{path}")
         sess.run(p)
         sess.run([q, r])
@@ -208,7 +216,10 @@ def test_print_writes_to_the_stream_as_tensorflow(tf1, capfd, tmp_path):
 
 def test_print_refuses_an_unknown_stream_as_tensorflow(tf1):
     for lib in (tf, tf1):
-        with lib.Graph().as_default(), pytest.raises(ValueError, match=re.escape("Unsupported output stream")):
+        with (
+            lib.Graph().as_default(),
+            pytest.raises(ValueError, match=re.escape("Unsupported output stream")),
+        ):
             lib.print(lib.constant(1), output_stream="stdout")
 
 
