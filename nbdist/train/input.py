@@ -25,6 +25,7 @@ from nbdist.ops.cast_select_ops import cast
 from nbdist.ops.cond_ops import cond
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.control_flow_ops import Assert, no_op
+from nbdist.ops.index_ops import dynamic_partition
 from nbdist.ops.queue_ops import FIFOQueue, RandomShuffleQueue
 from nbdist.ops.random_ops import random_shuffle
 from nbdist.ops.reduction_ops import gather
@@ -109,6 +110,10 @@ def input_producer(
     with name_scope(name, "input_producer", [input_tensor]):
         input_tensor = convert_to_tensor(input_tensor, name="input_tensor")
         rows = input_tensor.shape
+        if rows.ndims == 0:
+            raise ValueError(
+                f"Shape {rows} must have rank at least 1 (input_producer takes rows: {input_tensor.name})"
+            )
         row_shape = TensorShape(None) if rows.ndims is None else TensorShape(rows.as_list()[1:])
         element_shape = row_shape.merge_with(TensorShape(element_shape))
         if not element_shape.is_fully_defined():
@@ -267,15 +272,14 @@ def _keep_input(keep_input, enqueue_many):
         raise ValueError("`keep_input` cannot be a vector when `enqueue_many=False`.")
     if keep_input.shape.ndims > 1:
         raise ValueError("`keep_input` must be 0 or 1 dimensions.")
-    if keep_input.shape.ndims == 1:
-        raise NotImplementedError(
-            "a vector keep_input (per-example filtering) is not supported by nbdist yet"
-        )
     return keep_input
 
 
 def _enqueue_ops(queue, tensor_lists, enqueue_many, keep_input):
     enqueue_fn = queue.enqueue_many if enqueue_many else queue.enqueue
+    if keep_input.shape.ndims == 1:  # per example, as TF's _select_which_to_enqueue
+        keep = cast(keep_input, _dtypes.int32)
+        return [enqueue_fn([dynamic_partition(t, keep, 2)[1] for t in tl]) for tl in tensor_lists]
     static = get_static_value(keep_input)
     ops = []
     for tl in tensor_lists:
