@@ -54,6 +54,7 @@ from nbdist.graph.graph import (
 from nbdist.graph.graph_def import GRAPH_DEF_VERSION as _GRAPH_DEF_VERSION
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
+from nbdist.ops import array_extra_ops as _array_extra_ops
 from nbdist.ops import array_ops as _array_ops
 from nbdist.ops import check_ops as _check_ops
 from nbdist.ops import clip_ops as _clip_ops
@@ -166,6 +167,7 @@ _export_all(
     _int_div_ops,
     _state_scatter_ops,
     _tile_ops,
+    _array_extra_ops,
     _special_math_ops,
     _fft_ops,
     exclude=_NOT_AT_TF,

@@ -245,6 +245,8 @@ CASES = [
     ("BroadcastTo", lambda x: tf.broadcast_to(x, [2, 3, 4]), [r(3, 1)]),
     ("Roll", lambda x: tf.roll(x, [1, -2], [0, -1]), [r(3, 4)]),
     ("ReverseSequence", lambda x: tf.reverse_sequence(x, [3, 0, 1], seq_axis=1), [r(3, 4, 2)]),
+    ("IdentityN", lambda x, y: tf.identity_n([x, y])[0] * tf.identity_n([x, y])[1], [r(2, 3), r(2, 3)]),
+    ("EnsureShape", lambda x: tf.ensure_shape(x, [None, 3]) ** 2, [r(2, 3)]),
     ("Unpack", lambda x: tf.stack(tf.unstack(x, axis=1)[::-1]), [r(2, 3)]),
     ("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [0, 2, 0, -1], 3), [r(4, 2)]),
     # tf.math (issue 32 §3): the trigonometric and hyperbolic functions, erf, the x*f(y) ops, scans,

@@ -114,6 +114,9 @@ def _slice_dims(in_dims, begin, size):
 def _slice_shape(inputs, attrs):
     x, begin_t, size_t = inputs
     begin, sz = get_static_value(begin_t), get_static_value(size_t)
+    fits = x.shape.ndims is None or (sz is not None and len(sz) == x.shape.ndims)
+    if begin is None and sz is not None and fits and -1 not in sz.tolist():  # (a random offset, a known size)
+        return [(x.dtype, TensorShape([int(n) for n in sz]))]
     if sz is None or begin is None or x.shape.ndims is None:
         return unknown_dims(x.dtype, x.shape.ndims if x.shape.ndims is not None else static_length(size_t))
     if not len(begin) == len(sz) == x.shape.ndims:
