@@ -93,6 +93,7 @@ from nbdist.ops import state_scatter_ops as _state_scatter_ops
 from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
+from nbdist.ops import tensor_proto_ops as _tensor_proto_ops
 from nbdist.ops import template as _template
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
@@ -162,6 +163,7 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
+    _tensor_proto_ops,
     _scatter_nd_ops,
     _sort_search_ops,
     _int_div_ops,

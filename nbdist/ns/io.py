@@ -18,6 +18,7 @@ from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
+from nbdist.ops.tensor_proto_ops import parse_tensor, serialize_tensor
 from nbdist.platform import gfile as _gfile
 from nbdist.platform.tf_record import (
     TFRecordCompressionType,
@@ -70,7 +71,9 @@ __all__ = [
     "matching_files",
     "parse_example",
     "parse_single_example",
+    "parse_tensor",
     "read_file",
+    "serialize_tensor",
     "tf_record_iterator",
     "write_file",
     "write_graph",
