@@ -93,9 +93,9 @@ from nbdist.ops import state_scatter_ops as _state_scatter_ops
 from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
-from nbdist.ops import tensor_proto_ops as _tensor_proto_ops
 from nbdist.ops import template as _template
 from nbdist.ops import tile_ops as _tile_ops
+from nbdist.ops import timestamp_ops as _timestamp_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
 from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
@@ -146,6 +146,7 @@ _export_all(
     _variable_creation,
     _scope_helpers,
     _template,
+    _timestamp_ops,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,
@@ -163,7 +164,6 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
-    _tensor_proto_ops,
     _scatter_nd_ops,
     _sort_search_ops,
     _int_div_ops,
@@ -178,6 +178,7 @@ from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary
 from nbdist.ns import image, initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
 from nbdist.platform import app, flags, gfile, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.gfile, tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
+from nbdist.platform.tf_logging import get_logger  # noqa: E402 - tf.get_logger: tf.logging's logger
 from nbdist.platform.v2_switches import *  # noqa: E402, F403 - tf.disable_v2_behavior() and the others: no-ops
 
 __version__ = "0.1.0"
@@ -186,6 +187,13 @@ VERSION = __version__
 GIT_VERSION = __git_version__ = f"nbdist-v{__version__}"
 COMPILER_VERSION = __compiler_version__ = f"CPython {_platform.python_version()}"
 GRAPH_DEF_VERSION = _GRAPH_DEF_VERSION
+# nbdist reads GraphDefs of every version and writes ones every version reads (it checks none).
+GRAPH_DEF_VERSION_MIN_CONSUMER = 0
+GRAPH_DEF_VERSION_MIN_PRODUCER = 0
+# TF's build facts: nbdist builds no C++ (a Python package on numpy), so each is 0.
+CXX11_ABI_FLAG = 0
+CXX_VERSION = 0
+MONOLITHIC_BUILD = 0
 
 
 # The notebook layer loads on first use, so `import nbdist` stays light (no IPython, no widgets).

@@ -1,7 +1,14 @@
 """TF 2's behaviour switches as `tensorflow.compat.v1` has them: a program written for TF 2's
 ``compat.v1`` calls ``tf.disable_v2_behavior()`` first. nbdist is TF 1.x (graph mode, ref
 variables, TF 1.x's `cond`), so each `disable_*` has nothing to switch off; `executing_eagerly`
-is False."""
+and the other queries answer False.
+
+Of the `enable_*` switches nbdist honours the one whose behaviour it already has
+(`enable_v2_tensorshape`: shapes index to ints); the others would need what nbdist is not
+(eager execution, resource variables, functional `cond`, elementwise ``==`` on tensors), so
+they raise `NotImplementedError` saying so, rather than letting a program believe it runs
+under TF 2's rules.
+"""
 
 
 def disable_v2_behavior():
@@ -25,7 +32,8 @@ def disable_tensor_equality():
 
 
 def disable_v2_tensorshape():
-    """Nothing to do: nbdist's `TensorShape` dimensions are TF 1.x's."""
+    """Accepted for TF 1.x programs; nbdist's shapes still index to ints or None (TF 2's, as
+    `enable_v2_tensorshape` says), which compare equal to TF 1.x's `Dimension`s."""
 
 
 def executing_eagerly():
@@ -33,12 +41,64 @@ def executing_eagerly():
     return False
 
 
+def executing_eagerly_outside_functions():
+    """False: outside functions too, nbdist builds graphs."""
+    return False
+
+
+def control_flow_v2_enabled():
+    """False: `tf.cond` builds TF 1.x's Switch / Merge (its `tf.while_loop` is a functional
+    ``While`` op either way)."""
+    return False
+
+
+def resource_variables_enabled():
+    """False: nbdist's variables are TF 1.x's ref variables (``VariableV2``)."""
+    return False
+
+
+def enable_v2_tensorshape():
+    """Nothing to do: indexing an nbdist `TensorShape` already gives an int or None (TF 2's),
+    not a `Dimension`."""
+
+
+def _refuse(switch, what):
+    def refused(*args, **kwargs):
+        raise NotImplementedError(
+            f"tf.{switch}() cannot be honoured: nbdist {what}. Remove the call; nbdist runs "
+            "TF 1.x graph programs (tf.placeholder, tf.Session), as after tf.disable_v2_behavior()"
+        )
+
+    refused.__name__ = refused.__qualname__ = switch
+    refused.__doc__ = f"Refused: nbdist {what}."
+    return refused
+
+
+enable_eager_execution = _refuse("enable_eager_execution", "builds graphs and runs them in sessions only")
+enable_v2_behavior = _refuse("enable_v2_behavior", "is TF 1.x: graphs, ref variables, Switch / Merge cond")
+enable_resource_variables = _refuse(
+    "enable_resource_variables", "has TF 1.x's ref variables (VariableV2) only"
+)
+enable_control_flow_v2 = _refuse("enable_control_flow_v2", "builds tf.cond as TF 1.x's Switch / Merge only")
+enable_tensor_equality = _refuse(
+    "enable_tensor_equality", "compares tensors by identity (they are dict keys throughout)"
+)
+
 __all__ = [
+    "control_flow_v2_enabled",
     "disable_control_flow_v2",
     "disable_eager_execution",
     "disable_resource_variables",
     "disable_tensor_equality",
     "disable_v2_behavior",
     "disable_v2_tensorshape",
+    "enable_control_flow_v2",
+    "enable_eager_execution",
+    "enable_resource_variables",
+    "enable_tensor_equality",
+    "enable_v2_behavior",
+    "enable_v2_tensorshape",
     "executing_eagerly",
+    "executing_eagerly_outside_functions",
+    "resource_variables_enabled",
 ]
