@@ -6,6 +6,7 @@ from nbdist.ns import rnn_cell
 from nbdist.ops.activation_ops import crelu, elu, relu6, selu, silu, softsign, swish
 from nbdist.ops.bias_ops import bias_add
 from nbdist.ops.candidate_sampling_ops import (
+    all_candidate_sampler,
     fixed_unigram_candidate_sampler,
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
@@ -77,6 +78,7 @@ from nbdist.ops.statistics_ops import zero_fraction
 from nbdist.ops.top_k_ops import in_top_k, top_k
 
 __all__ = [
+    "all_candidate_sampler",
     "atrous_conv2d",
     "avg_pool",
     "avg_pool1d",

@@ -429,6 +429,7 @@ CASES = [
         [r(2, 3, 4), r(2, 3, 4)],
     ),
     ("IRFFTND", lambda x, y: tf.irfftnd(tf.complex(x, y), [5], [-1], Treal=tf.float64), [r(2, 4), r(2, 4)]),
+    ("StatelessRandomGammaV2", lambda a: tf.random.stateless_gamma([2, 3], [1, 2], a, dtype=tf.float64), [p(3)]),
     # (scatter_nd_ops, sort_search_ops: indexing by N-d coordinates, selecting with broadcasting)
     ("GatherNd", lambda x: tf.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), [r(3, 2)]),
     ("GatherNd", lambda x: tf.gather_nd(x, [[[1], [0]]]), [r(2, 3, 2)]),

@@ -144,8 +144,10 @@ def test_gradients_match_tensorflow(tf1, name):
 def test_bad_fft_arguments_say_what_is_wrong():
     with pytest.raises(TypeError, match=r"FFT takes complex64 or complex128 input, got float32"):
         tf.fft(tf.constant([1.0, 2.0]))
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"axes \[3\] must lie in \[-2, 2\)"):
-        with tf.Session() as sess:
-            sess.run(tf.fftnd(tf.constant(C[0]), [4], [3]))
+    with (
+        pytest.raises(tf.errors.InvalidArgumentError, match=r"axes \[3\] must lie in \[-2, 2\)"),
+        tf.Session() as sess,
+    ):
+        sess.run(tf.fftnd(tf.constant(C[0]), [4], [3]))
     with pytest.raises(TypeError, match=r"float16/32/64"):
         tf.lgamma(tf.constant([1, 2]))

@@ -1,13 +1,14 @@
-"""Candidate samplers (`tf.random.uniform_candidate_sampler`, `log_uniform_candidate_sampler`,
-`fixed_unigram_candidate_sampler`): `num_sampled` classes drawn from a distribution over
-``[0, range_max)``, with TF's expected counts - ``num_sampled * P(k)``, or with ``unique=True``
-``1 - (1 - P(k)) ** num_tries`` (the draws it took to find `num_sampled` distinct classes).
-Seeded as the other random ops (nbdist's numbers, not TF's)."""
+"""Candidate samplers (`tf.random.all_candidate_sampler`, `uniform_candidate_sampler`,
+`log_uniform_candidate_sampler`, `fixed_unigram_candidate_sampler`): `num_sampled` classes
+drawn from a distribution over ``[0, range_max)``, with TF's expected counts - ``num_sampled *
+P(k)``, or with ``unique=True`` ``1 - (1 - P(k)) ** num_tries`` (the draws it took to find
+`num_sampled` distinct classes). Seeded as the other random ops (nbdist's numbers, not TF's)."""
 
 import math
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
@@ -37,7 +38,14 @@ def _unigram(attrs):
     return (lambda gen, size: gen.choice(len(p), size=size, p=p)), (lambda k: p[np.asarray(k, np.int64)])
 
 
+def _all(attrs):
+    """Every class of ``[0, num_sampled)``, in order: TF's AllCandidateSampler (for tests)."""
+    n = attrs["num_sampled"]
+    return (lambda gen, size: np.arange(size, dtype=np.int64) % n), (lambda k: np.full(np.shape(k), 1.0 / n))
+
+
 _SAMPLERS = {
+    "AllCandidateSampler": _all,
     "UniformCandidateSampler": _uniform,
     "LogUniformCandidateSampler": _log_uniform,
     "FixedUnigramCandidateSampler": _unigram,
@@ -56,6 +64,14 @@ def _sampler_shape(inputs, attrs):
 
 def _sampler_kernel(ctx, node, true_classes):
     attrs = node.attr
+    true_classes = np.asarray(true_classes)
+    outside = true_classes[(true_classes < 0) | (true_classes >= attrs["range_max"])]
+    if outside.size:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"`true_candidate` out of range [0, {attrs['range_max']}), received {int(outside[0])}",
+        )
     draw, prob = _SAMPLERS[node.op](attrs)
     n, seed, seed2 = attrs["num_sampled"], attrs["seed"], attrs["seed2"]
     state = ctx.resources.get_or_create(("", "rng", node.name), lambda: RandomState(seed, seed2))
@@ -104,6 +120,14 @@ def _sample(op_type, true_classes, num_true, num_sampled, unique, range_max, see
     }
     true_classes = convert_to_tensor(true_classes, dtype=_dtypes.int64, name="true_classes")
     return tuple(registry.make_op(op_type, [true_classes], attrs, name=name).outputs)
+
+
+def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
+    """`tf.random.all_candidate_sampler`: every class ``0 .. num_sampled - 1`` as the sample, each
+    expected count 1 (a sampler for tests, as TF's)."""
+    return _sample(
+        "AllCandidateSampler", true_classes, num_true, num_sampled, unique, num_sampled, seed, name
+    )
 
 
 def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):

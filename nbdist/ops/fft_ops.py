@@ -24,11 +24,12 @@ from nbdist.ops.shape_ops import shape
 __all__ = ["fft", "fft2d", "fft3d", "fftnd", "ifft", "ifft2d", "ifft3d", "ifftnd", "irfftnd", "rfftnd"]
 
 
-
 def _complex_input(inputs, rank, op_type):
     x = inputs[0]
     if not x.dtype.is_complex:
-        raise TypeError(f"{op_type} takes complex64 or complex128 input, got {x.dtype.name} ({x.name}); tf.cast it")
+        raise TypeError(
+            f"{op_type} takes complex64 or complex128 input, got {x.dtype.name} ({x.name}); tf.cast it"
+        )
     if x.shape.ndims is not None and x.shape.ndims < rank:
         raise ValueError(f"{op_type} needs an input of rank >= {rank}, got {x.shape} ({x.name})")
     return [(x.dtype, x.shape)]
@@ -58,7 +59,9 @@ def _inner_op(op_type, inverse_type, rank, numpy_fn, scale_up):
         return registry.make_op(op_type, [convert_to_tensor(input)], name=name).outputs[0]
 
     function.__name__ = function.__qualname__ = op_type.lower()
-    function.__doc__ = f"`tf.{op_type.lower()}`: the {'inverse ' if not scale_up else ''}DFT over the innermost {rank} axes."
+    function.__doc__ = (
+        f"`tf.{op_type.lower()}`: the {'inverse ' if not scale_up else ''}DFT over the innermost {rank} axes."
+    )
     return function
 
 
@@ -94,7 +97,9 @@ def _nd_shape(op_type):
     def shape_fn(inputs, attrs):
         x = inputs[0]
         if op_type == "RFFTND":
-            return [(attrs["Tcomplex"], TensorShape(None if x.shape.ndims is None else [None] * x.shape.ndims))]
+            return [
+                (attrs["Tcomplex"], TensorShape(None if x.shape.ndims is None else [None] * x.shape.ndims))
+            ]
         if op_type == "IRFFTND":
             return [(attrs["Treal"], TensorShape(None if x.shape.ndims is None else [None] * x.shape.ndims))]
         _complex_input(inputs, 0, op_type)
@@ -119,7 +124,9 @@ def _nd_kernel(op_type):
 
 def _resized(x, target_shape, axes):
     """`x` cropped or padded with zeros along `axes` to `target_shape`."""
-    index = tuple(slice(0, min(x.shape[a], target_shape[a])) if a in axes else slice(None) for a in range(x.ndim))
+    index = tuple(
+        slice(0, min(x.shape[a], target_shape[a])) if a in axes else slice(None) for a in range(x.ndim)
+    )
     out = np.zeros([target_shape[a] if a in axes else x.shape[a] for a in range(x.ndim)], x.dtype)
     out[index] = x[index]
     return out
@@ -136,7 +143,9 @@ def _fftnd_grad_kernel(ctx, node, grad, x, fft_length, axes):
     elif forward == "IFFTND":
         adjoint = np.fft.fftn(grad, lengths, axes) / size
     elif forward == "RFFTND":  # the half spectrum padded back to full length, then transformed
-        adjoint = np.real(np.fft.ifftn(_resized(grad, _with(grad.shape, axes[-1], lengths[-1]), axes), lengths, axes))
+        adjoint = np.real(
+            np.fft.ifftn(_resized(grad, _with(grad.shape, axes[-1], lengths[-1]), axes), lengths, axes)
+        )
         adjoint = adjoint * size
     else:  # IRFFTND: numpy reads the half spectrum; TF's weights count each mirrored bin twice
         half = lengths[-1] // 2 + 1
