@@ -66,8 +66,8 @@ from nbdist.ops import example_parsing_ops as _example_parsing_ops
 from nbdist.ops import fft_ops as _fft_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
-from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import int_div_ops as _int_div_ops
+from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
 from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
@@ -79,11 +79,12 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import scan_ops as _scan_ops
+from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
-from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sort_search_ops as _sort_search_ops
+from nbdist.ops import sparse_extra_ops as _sparse_extra_ops
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
@@ -168,6 +169,7 @@ _export_all(
     _sort_search_ops,
     _int_div_ops,
     _state_scatter_ops,
+    _sparse_extra_ops,
     _tile_ops,
     _array_extra_ops,
     _special_math_ops,

@@ -3,6 +3,10 @@ ops/sparse_ops.py (structure) and ops/sparse_math_ops.py (arithmetic): `add` is 
 `matmul` and `sparse_dense_matmul` are `sparse_tensor_dense_matmul`, ... as TF's."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.accumulator_ops import SparseConditionalAccumulator
+from nbdist.ops.sparse_extra_ops import bincount, cross
+from nbdist.ops.sparse_extra_ops import sparse_merge as merge
+from nbdist.ops.sparse_extra_ops import sparse_placeholder as placeholder
 from nbdist.ops.sparse_math_ops import sparse_reduce_max as reduce_max
 from nbdist.ops.sparse_math_ops import sparse_reduce_max_sparse as reduce_max_sparse
 from nbdist.ops.sparse_math_ops import sparse_reduce_sum as reduce_sum
@@ -33,9 +37,12 @@ from nbdist.ops.sparse_ops import sparse_transpose as transpose
 from nbdist.ops.sparse_tensor import SparseTensor, to_dense
 
 __all__ = [
+    "SparseConditionalAccumulator",
     "SparseTensor",
     "add",
+    "bincount",
     "concat",
+    "cross",
     "expand_dims",
     "eye",
     "fill_empty_rows",
@@ -43,7 +50,9 @@ __all__ = [
     "mask",
     "matmul",
     "maximum",
+    "merge",
     "minimum",
+    "placeholder",
     "reduce_max",
     "reduce_max_sparse",
     "reduce_sum",

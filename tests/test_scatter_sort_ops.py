@@ -70,7 +70,9 @@ PARITY = {
     "histogram_fixed_width_edges": lambda t: t.histogram_fixed_width(
         [0.0, 1.0, 5.0, -3.0, 10.0], [0.0, 10.0], 4
     ),
-    "histogram_fixed_width_bins": lambda t: t.histogram_fixed_width_bins(t.constant(X, t.float32), [-1.0, 1.0], nbins=5),
+    "histogram_fixed_width_bins": lambda t: t.histogram_fixed_width_bins(
+        t.constant(X, t.float32), [-1.0, 1.0], nbins=5
+    ),
     "arg_max": lambda t: t.arg_max(t.constant(X), 1),
     "arg_min": lambda t: t.arg_min(t.constant(INTS), 0, output_type=t.int32),
     # division
@@ -104,9 +106,7 @@ def _variable(t, value):
 VARIABLES = {
     "scatter_mul": lambda t: t.scatter_mul(_variable(t, X), [2, 0, 2], t.constant(X)),
     "scatter_div": lambda t: t.scatter_div(_variable(t, X), [1], t.constant(X[:1] + 3.0)),
-    "scatter_div_int": lambda t: t.scatter_div(
-        _variable(t, INTS), [0, 2], (DEN[:5].reshape(1, 5) + [[0], [7]]).astype(np.int32)
-    ),
+    "scatter_div_int": lambda t: t.scatter_div(_variable(t, INTS), [0, 2], np.stack([DEN[:5], DEN[:5] + 7])),
     "scatter_min": lambda t: t.scatter_min(_variable(t, INTS), [1, 1], INTS[:2]),
     "scatter_max": lambda t: t.scatter_max(_variable(t, X), [0, 2], t.constant(X[1:])),
     "scatter_nd_update": lambda t: t.scatter_nd_update(_variable(t, X), [[0, 1], [2, 3]], [7.0, 8.0]),
@@ -133,7 +133,9 @@ def _value(lib, build):
 def _static(fetch):
     if isinstance(fetch, (tuple, list)):
         return [_static(f) for f in fetch]
-    return fetch.dtype.name.removesuffix("_ref"), fetch.shape.as_list() if fetch.shape.ndims is not None else None
+    return fetch.dtype.name.removesuffix(
+        "_ref"
+    ), fetch.shape.as_list() if fetch.shape.ndims is not None else None
 
 
 def _assert_same(ours, theirs, name):
