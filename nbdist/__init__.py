@@ -104,7 +104,14 @@ from nbdist.ops import while_ops as _while_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import gradients
 from nbdist.ops.indexed_slices import IndexedSlices
-from nbdist.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from nbdist.runtime.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
 from nbdist.runtime.session import InteractiveSession, Session
 
 # Public functions of the op modules that are not TF 1.x names at tf.* (they live at tf.nn.*

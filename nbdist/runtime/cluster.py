@@ -22,6 +22,7 @@ import os
 import re
 
 from nbdist.graph.device import Task
+from nbdist.runtime.cluster_def import ClusterDef, JobDef
 
 # TF's rule for job names (DeviceNameUtils: a letter, then letters, digits or '_').
 _JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -130,8 +131,8 @@ class ClusterSpec:
             - a dict mapping job names to a list (or tuple) of ``"host:port"`` addresses;
             - a dict mapping job names to a dict ``{task_index: address}`` (sparse; indices
               are ints or numeric strings, as JSON gives them);
-            - a ClusterDef-like dict ``{"job": [{"name": "ps", "tasks": {0: "h:2222"}}]}``
-              (what `as_cluster_def` returns);
+            - a `tf.train.ClusterDef` (what `as_cluster_def` returns; a real TensorFlow
+              ClusterDef too), or its dict form ``{"job": [{"name": "ps", "tasks": {0: "h:2222"}}]}``;
             - another `ClusterSpec` (copied);
             - a JSON string of any of the dict forms.
 
@@ -149,6 +150,8 @@ class ClusterSpec:
             return
         if isinstance(cluster, (str, bytes)):
             cluster = _load_json(cluster)
+        if hasattr(cluster, "job") and not isinstance(cluster, dict):  # a ClusterDef
+            cluster = _from_cluster_def([{"name": j.name, "tasks": dict(j.tasks)} for j in cluster.job])
         if not isinstance(cluster, dict):
             raise TypeError(
                 "`cluster` must be a dict mapping job names to lists of 'host:port' addresses, "
@@ -230,16 +233,11 @@ class ClusterSpec:
         return out
 
     def as_cluster_def(self):
-        """The ClusterDef as plain data: ``{"job": [{"name": J, "tasks": {index: address}}]}``.
-
-        TF returns a protocol buffer; nbdist has none, and `ClusterSpec` accepts this form back.
-        """
-        return {
-            "job": [
-                {"name": job, "tasks": dict(sorted(tasks.items()))}
-                for job, tasks in self._cluster_spec.items()
-            ]
-        }
+        """The `tf.train.ClusterDef`: one `JobDef` per job (by name), ``tasks`` ``{index:
+        address}``; `ClusterSpec` takes it back."""
+        return ClusterDef(
+            [JobDef(job, dict(sorted(tasks.items()))) for job, tasks in self._cluster_spec.items()]
+        )
 
     @property
     def jobs(self):
@@ -339,6 +337,7 @@ def _load_json(text, source="cluster JSON"):
 
 
 def _is_cluster_def(cluster):
+    """True for the dict form of a ClusterDef."""
     jobs = cluster.get("job")
     return (
         len(cluster) == 1

@@ -7,6 +7,75 @@ class GPUOptions:
         self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
 
 
+def _fields(message, given, defaults):
+    """TF's protobuf constructor's check: every keyword is one of the message's fields."""
+    for name in given:
+        if name not in defaults:
+            raise ValueError(f'Protocol message {message} has no "{name}" field.')
+    return {**defaults, **given}
+
+
+class OptimizerOptions:
+    """TF's `tf.OptimizerOptions` (part of `GraphOptions`): the graph optimizations TF's runtime
+    applies. Accepted with TF's fields and defaults; nbdist rewrites no graph, so none of them
+    changes what a step computes (TF's rewrites do not either)."""
+
+    L1, L0 = 0, -1  # Level
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # GlobalJitLevel
+    _DEFAULTS = {
+        "do_common_subexpression_elimination": False,
+        "do_constant_folding": False,
+        "max_folded_constant_in_bytes": 0,
+        "do_function_inlining": False,
+        "opt_level": 0,
+        "global_jit_level": 0,
+        "cpu_global_jit": False,
+    }
+
+    def __init__(self, **fields):
+        for name, value in _fields("OptimizerOptions", fields, self._DEFAULTS).items():
+            setattr(self, name, value)
+
+    def __eq__(self, other):
+        return isinstance(other, OptimizerOptions) and vars(self) == vars(other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"OptimizerOptions({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+class GraphOptions:
+    """TF's `tf.GraphOptions` (``ConfigProto(graph_options=...)``), with TF's fields and defaults;
+    accepted as TF's, none of them changes what a step computes in nbdist."""
+
+    _DEFAULTS = {
+        "enable_recv_scheduling": False,
+        "optimizer_options": None,
+        "build_cost_model": 0,
+        "build_cost_model_after": 0,
+        "infer_shapes": False,
+        "place_pruned_graph": False,
+        "enable_bfloat16_sendrecv": False,
+        "timeline_step": 0,
+        "rewrite_options": None,
+    }
+
+    def __init__(self, **fields):
+        for name, value in _fields("GraphOptions", fields, self._DEFAULTS).items():
+            setattr(self, name, value)
+        if self.optimizer_options is None:
+            self.optimizer_options = OptimizerOptions()
+
+    def __eq__(self, other):
+        return isinstance(other, GraphOptions) and vars(self) == vars(other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"GraphOptions({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
 class ConfigProto:
     """Session configuration (TF's `tf.ConfigProto`), the fields nbdist honours.
 
@@ -24,6 +93,7 @@ class ConfigProto:
         inter_op_parallelism_threads: accepted and reported in the server's Status: a step's
             ops run on one thread, and the serving pool is not sized from it.
         allow_soft_placement, gpu_options: accepted for compatibility (nbdist has CPUs only).
+        graph_options: a `GraphOptions` (TF's graph optimizations): accepted, as TF's.
     """
 
     def __init__(
@@ -36,6 +106,7 @@ class ConfigProto:
         intra_op_parallelism_threads=0,
         inter_op_parallelism_threads=0,
         device_count=None,
+        graph_options=None,
         **unknown,
     ):
         if unknown:
@@ -51,6 +122,7 @@ class ConfigProto:
         self.intra_op_parallelism_threads = intra_op_parallelism_threads
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
         self.device_count = dict(device_count or {})
+        self.graph_options = graph_options if graph_options is not None else GraphOptions()
 
     def __repr__(self):
         return (

@@ -112,6 +112,7 @@ __all__ = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
     "ChiefSessionCreator",
+    "ClusterDef",
     "ClusterSpec",
     "Coordinator",
     "Example",
@@ -127,6 +128,7 @@ __all__ = [
     "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "Int64List",
+    "JobDef",
     "LoggingTensorHook",
     "LooperThread",
     "MomentumOptimizer",
@@ -219,6 +221,8 @@ _RUNTIME = {
     "Server": ("nbdist.runtime.server_lib", "Server"),
     "ServerDef": ("nbdist.runtime.server_lib", "ServerDef"),
     "ClusterSpec": ("nbdist.runtime.cluster", "ClusterSpec"),
+    "ClusterDef": ("nbdist.runtime.cluster_def", "ClusterDef"),
+    "JobDef": ("nbdist.runtime.cluster_def", "JobDef"),
 }
 
 
