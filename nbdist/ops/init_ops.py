@@ -290,6 +290,11 @@ class identity_initializer(Initializer):  # noqa: N801 - TF's class (tf.initiali
 
     def __call__(self, shape, dtype=None, partition_info=None):
         dims = [int(d) for d in (partition_info.full_shape if partition_info is not None else shape)]
+        if len(dims) < 2:  # TF's message
+            raise ValueError(
+                "The tensor to initialize, specified by argument `shape` must be at least "
+                f"two-dimensional. Received shape={dims}"
+            )
         if len(dims) != 2:
             raise ValueError(f"Identity matrix initializer can only be used for 2D matrices, got {dims}")
         dtype = self._dtype(dtype)

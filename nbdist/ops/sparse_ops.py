@@ -104,8 +104,11 @@ _declare("SparseReorder", _like_first, _reorder_kernel)
 
 
 def sparse_reorder(sp_input, name=None):
-    """`tf.sparse.reorder`: the same entries in row-major order."""
-    return _sparse_result(_make("SparseReorder", [as_sparse(sp_input)], name=name))
+    """`tf.sparse.reorder`: the same entries in row-major order (and `sp_input`'s dense_shape
+    tensor, as TF's, so its static value carries over)."""
+    sp_input = as_sparse(sp_input)
+    out = _sparse_result(_make("SparseReorder", [sp_input], name=name))
+    return SparseTensor(out.indices, out.values, sp_input.dense_shape)
 
 
 def _retain_kernel(ctx, node, indices, values, shape, keep):

@@ -37,6 +37,13 @@ class SparseTensor:
         self._indices = convert_to_tensor(indices, dtype=_dtypes.int64, name="indices")
         self._values = values if isinstance(values, Tensor) else convert_to_tensor(values, name="values")
         self._dense_shape = convert_to_tensor(dense_shape, dtype=_dtypes.int64, name="dense_shape")
+        for what, tensor, rank in (("indices", self._indices, 2), ("values", self._values, 1)):
+            if tensor.shape.ndims not in (None, rank):  # TF's with_rank checks
+                raise ValueError(f"Shape {tensor.shape} must have rank {rank}: a SparseTensor's {what}")
+        if self._dense_shape.shape.ndims not in (None, 1):
+            raise ValueError(
+                f"Shape {self._dense_shape.shape} must have rank 1: a SparseTensor's dense_shape"
+            )
 
     indices = property(lambda self: self._indices)
     values = property(lambda self: self._values)
