@@ -159,10 +159,13 @@ def test_layers_classes_match_tensorflow(tf1):
         flat = flatten(pooled)
         dropped = drop(flat, training=training)
         channels_first = lib.layers.MaxPooling2D(2, 1, data_format="channels_first")(x)
+        flat_first = lib.layers.Flatten(data_format="channels_first")(channels_first)
+        flat_none = lib.layers.Flatten(data_format=None)(averaged)
         static = [
-            (t.dtype.name, t.shape.as_list()) for t in (pooled, averaged, flat, dropped, channels_first)
+            (t.dtype.name, t.shape.as_list())
+            for t in (pooled, averaged, flat, dropped, channels_first, flat_first, flat_none)
         ]
-        values = sess.run([pooled, averaged, flat, dropped])
+        values = sess.run([pooled, averaged, flat, dropped, flat_first, flat_none])
         on = sess.run(dropped, {training: True})
         kept = on != 0
         return static, values, (max_pool.name, avg_pool.name), np.allclose(on[kept], values[2][kept] / 0.6)
@@ -273,6 +276,15 @@ def test_initializers_identity_rejects_a_vector_as_tensorflow(tf1):
             lib.get_variable("v", [3], initializer=lib.initializers.identity())
 
 
+SCALED = {
+    "he_normal": lambda t: t.initializers.he_normal(seed=2),
+    "he_uniform": lambda t: t.initializers.he_uniform(seed=2),
+    "lecun_normal": lambda t: t.initializers.lecun_normal(seed=2),
+    "lecun_uniform": lambda t: t.initializers.lecun_uniform(seed=2),
+    "uniform_unit_scaling": lambda t: t.initializers.uniform_unit_scaling(factor=1.0, seed=2),
+}
+
+
 @pytest.mark.parametrize(
     ("name", "kind", "scale"),
     [
@@ -287,9 +299,7 @@ def test_initializers_scaled_draws_have_tensorflows_spread(tf1, name, kind, scal
     fan_in, fan_out = 50, 80
 
     def run(lib, sess):
-        make = getattr(lib.initializers, name)
-        init = make(seed=2) if name != "uniform_unit_scaling" else make(factor=1.0, seed=2)
-        w = lib.get_variable("w", [fan_in, fan_out], initializer=init)
+        w = lib.get_variable("w", [fan_in, fan_out], initializer=SCALED[name](lib))
         sess.run(w.initializer)
         return sess.run(w)
 

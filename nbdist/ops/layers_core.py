@@ -216,8 +216,9 @@ class Flatten(Layer):
     channels_first inputs are moved to channels_last first, as TF does.
     """
 
-    def __init__(self, data_format="channels_last", name=None, **kwargs):
+    def __init__(self, data_format=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
+        data_format = "channels_last" if data_format is None else data_format  # TF's default
         if data_format not in ("channels_last", "channels_first"):
             raise ValueError(
                 f"{self.name}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}"
