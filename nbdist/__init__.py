@@ -92,6 +92,8 @@ from nbdist.ops import special_math_ops as _special_math_ops
 from nbdist.ops import state_ops as _state_ops
 from nbdist.ops import state_scatter_ops as _state_scatter_ops
 from nbdist.ops import statistics_ops as _statistics_ops
+from nbdist.ops import string_codec_ops as _string_codec_ops
+from nbdist.ops import string_hash_ops as _string_hash_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import template as _template
@@ -172,6 +174,8 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
+    _string_hash_ops,
+    _string_codec_ops,
     _scatter_nd_ops,
     _sort_search_ops,
     _int_div_ops,

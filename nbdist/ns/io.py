@@ -18,6 +18,7 @@ from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
+from nbdist.ops.string_codec_ops import decode_base64, decode_compressed, encode_base64
 from nbdist.ops.tensor_proto_ops import parse_tensor, serialize_tensor
 from nbdist.platform import gfile as _gfile
 from nbdist.platform.tf_record import (
@@ -59,11 +60,14 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "decode_base64",
+    "decode_compressed",
     "decode_csv",
     "decode_image",
     "decode_jpeg",
     "decode_png",
     "decode_raw",
+    "encode_base64",
     "encode_jpeg",
     "encode_png",
     "is_jpeg",

@@ -1,6 +1,7 @@
 """`tf.strings`: TF's string names over ops/string_ops.py (`join` is `string_join`, ...)."""
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.string_codec_ops import unicode_encode, unicode_script, unicode_transcode
 from nbdist.ops.string_hash_ops import string_to_hash_bucket as to_hash_bucket
 from nbdist.ops.string_hash_ops import string_to_hash_bucket_fast as to_hash_bucket_fast
 from nbdist.ops.string_hash_ops import string_to_hash_bucket_strong as to_hash_bucket_strong
@@ -37,6 +38,9 @@ __all__ = [
     "to_hash_bucket_fast",
     "to_hash_bucket_strong",
     "to_number",
+    "unicode_encode",
+    "unicode_script",
+    "unicode_transcode",
     "unsorted_segment_join",
     "upper",
 ]
