@@ -7,6 +7,13 @@ are traced once into subgraphs.
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.dataset_ops import Dataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+from nbdist.ops.dataset_options import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Options,
+    ThreadingOptions,
+)
 from nbdist.ops.iterator_ops import (
     Iterator,
     get_output_classes,
@@ -17,11 +24,16 @@ from nbdist.ops.iterator_ops import (
 )
 
 __all__ = [
+    "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
     "Dataset",
     "FixedLengthRecordDataset",
     "Iterator",
+    "Options",
     "TFRecordDataset",
     "TextLineDataset",
+    "ThreadingOptions",
     "get_output_classes",
     "get_output_shapes",
     "get_output_types",

@@ -22,7 +22,7 @@ from nbdist.graph.func_graph import FuncGraph
 from nbdist.graph.graph import Tensor, get_default_graph
 from nbdist.graph.graph_def import SubgraphDef
 from nbdist.graph.tensor_shape import TensorShape, as_shape
-from nbdist.ops import iterator_ops
+from nbdist.ops import dataset_options, iterator_ops
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.element_spec import ElementSpec, flatten, map_structure, pack_as
 from nbdist.ops.random_ops import get_seed
@@ -199,6 +199,20 @@ class Dataset:
         if not isinstance(result, Dataset):
             raise TypeError(f"Dataset.apply: the function must return a Dataset, got {result!r}")
         return result
+
+    # -- options and size (ops/dataset_options.py) -------------------------------------------------
+    def with_options(self, options):
+        """This dataset with `options` (a `tf.data.Options`) merged into its own."""
+        return dataset_options.with_options(self, options)
+
+    def options(self):
+        """The `tf.data.Options` of this dataset: its inputs' merged, then its own."""
+        return dataset_options.options_of(self)
+
+    def cardinality(self):
+        """The number of elements, an int64 scalar tensor: `tf.data.INFINITE_CARDINALITY` (-1)
+        for a repeated dataset, `tf.data.UNKNOWN_CARDINALITY` (-2) when only running it can tell."""
+        return dataset_options.cardinality(self)
 
     # -- iterators (TF 1.x) ---------------------------------------------------------------------------
     def make_one_shot_iterator(self):
