@@ -4,7 +4,7 @@ ops/sparse_ops.py (structure) and ops/sparse_math_ops.py (arithmetic): `add` is 
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.accumulator_ops import SparseConditionalAccumulator
-from nbdist.ops.sparse_extra_ops import bincount, cross
+from nbdist.ops.sparse_extra_ops import bincount, cross, cross_hashed
 from nbdist.ops.sparse_extra_ops import sparse_merge as merge
 from nbdist.ops.sparse_extra_ops import sparse_placeholder as placeholder
 from nbdist.ops.sparse_math_ops import sparse_reduce_max as reduce_max
@@ -43,6 +43,7 @@ __all__ = [
     "bincount",
     "concat",
     "cross",
+    "cross_hashed",
     "expand_dims",
     "eye",
     "fill_empty_rows",

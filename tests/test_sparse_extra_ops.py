@@ -77,6 +77,26 @@ PARITY = {
             t.constant([["u"], ["v"], ["w"]]),
         ]
     ),
+    "cross_hashed": lambda t: t.sparse.cross_hashed(
+        [
+            t.SparseTensor([[0, 0], [1, 0], [1, 1]], ["a", "b", "c"], [2, 2]),
+            t.constant([["x", "y"], ["z", "w"]]),
+        ]
+    ),
+    "cross_hashed_buckets_key": lambda t: t.sparse.cross_hashed(
+        [t.SparseTensor([[0, 0], [1, 0], [1, 1]], ["", "b", "é"], [2, 2]), t.constant([[3], [-4]], t.int64)],
+        num_buckets=100,
+        hash_key=7,
+    ),
+    "cross_hashed_ints": lambda t: t.sparse.cross_hashed(
+        [t.constant([[5, 9], [0, 2**40]], t.int64)], num_buckets=1000
+    ),
+    "cross_hashed_long_strings": lambda t: t.sparse.cross_hashed(
+        [
+            t.constant([["x" * 17, "y" * 40], ["z" * 70, "w" * 3]]),
+            t.SparseTensor([[1, 0]], ["q" * 33], [2, 1]),
+        ]
+    ),
 }
 
 

@@ -18,6 +18,7 @@ from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.array_ops import placeholder, placeholder_with_default
 from nbdist.ops.concat_slice_ops import concat
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.hash_functions import fingerprint64
 from nbdist.ops.reshape_ops import expand_dims, reshape
 from nbdist.ops.sparse_ops import as_sparse, row_major, sparse_reorder, sparse_specs
 from nbdist.ops.sparse_tensor import SparseTensor, SparseTensorValue
@@ -241,7 +242,7 @@ def _sparse_count_kernel(ctx, node, indices, values, dense_shape, weights):
     return _count(node, batches, values, weights, int(dense_shape[0]), one_d)
 
 
-for _t in ("DenseCountSparseOutput", "SparseCountSparseOutput", "SparseCrossV2"):
+for _t in ("DenseCountSparseOutput", "SparseCountSparseOutput", "SparseCrossV2", "SparseCross"):
     registry.no_gradient(_t)
 
 
@@ -291,45 +292,86 @@ def _cross_shape(inputs, attrs):
     return sparse_specs(_dtypes.string, 2)
 
 
+registry.shape("SparseCross")(lambda inputs, attrs: sparse_specs(attrs["out_type"], 2))
+
+
+def _feature_rows(args, n_sparse):
+    """Each input's features per row (sparse inputs first, in order of their indices)."""
+    columns, batch = [], 0
+    for c in range(n_sparse):
+        indices, values, shape = args[c], args[n_sparse + c], args[2 * n_sparse + c]
+        batch = int(shape[0])
+        rows = [[] for _ in range(batch)]
+        for i in row_major(indices):
+            rows[int(indices[i][0])].append(values[i])
+        columns.append(rows)
+    for dense in args[3 * n_sparse :]:
+        dense = np.asarray(dense)
+        batch = len(dense)
+        columns.append([list(row) for row in dense.reshape(batch, -1)])
+    return columns, batch
+
+
+def _crossed(columns, batch, combine, dtype):
+    """``(indices, values, dense_shape)`` of each row's combinations ``combine(features)``."""
+    out_indices, out_values, width = [], [], 0
+    for b in range(batch):
+        crosses = [combine(p) for p in itertools.product(*(column[b] for column in columns))]
+        out_indices += [[b, j] for j in range(len(crosses))]
+        out_values += crosses
+        width = max(width, len(crosses))
+    values = np.empty(len(out_values), dtype)
+    values[:] = out_values
+    return np.asarray(out_indices, np.int64).reshape(-1, 2), values, np.asarray([batch, width], np.int64)
+
+
 def _as_text(value):
     return value if isinstance(value, bytes) else str(value).encode()
 
 
 @registry.kernel("SparseCrossV2")
 def _cross_kernel(ctx, node, *args):
-    n_sparse = node.attr["num_sparse"]
-    columns, batch = [], None
-    for c in range(n_sparse):
-        indices, values, shape = args[c], args[n_sparse + c], args[2 * n_sparse + c]
-        batch = int(shape[0])
-        rows = [[] for _ in range(batch)]
-        for i in row_major(indices):
-            rows[int(indices[i][0])].append(_as_text(values[i]))
-        columns.append(rows)
-    for dense in args[3 * n_sparse : -1]:
-        dense = np.asarray(dense)
-        batch = len(dense)
-        columns.append([[_as_text(v) for v in row] for row in dense.reshape(batch, -1)])
+    columns, batch = _feature_rows(args[:-1], node.attr["num_sparse"])
     separator = _as_text(np.asarray(args[-1]).item())
-    out_indices, out_values, width = [], [], 0
-    for b in range(batch or 0):
-        crosses = [separator.join(p) for p in itertools.product(*(column[b] for column in columns))]
-        out_indices += [[b, j] for j in range(len(crosses))]
-        out_values += crosses
-        width = max(width, len(crosses))
-    values = np.empty(len(out_values), object)
-    values[:] = out_values
-    return np.asarray(out_indices, np.int64).reshape(-1, 2), values, np.asarray([batch or 0, width], np.int64)
+    return _crossed(columns, batch, lambda p: separator.join(_as_text(v) for v in p), object)
 
 
-def cross(inputs, name=None, separator=None):
-    """`tf.sparse.cross`: a string `SparseTensor` holding, per row, every combination of the
-    features of `inputs` (`SparseTensor`s first, then dense tensors; strings or ints) joined
-    by `separator` (``"_X_"``).
+_MASK64 = (1 << 64) - 1
+_K_MUL = 0xC6A4A7935BD1E995
 
-    Raises:
-        TypeError: `inputs` that is not a list, or of other dtypes than string and integers.
-    """
+
+def _fingerprint_cat64(fp1, fp2):
+    """TF's ``FingerprintCat64`` (tensorflow/core/platform/fingerprint.h)."""
+    result = fp1 ^ _K_MUL
+    mixed = (fp2 * _K_MUL) & _MASK64
+    result ^= ((mixed ^ (mixed >> 47)) * _K_MUL) & _MASK64
+    result = (result * _K_MUL) & _MASK64
+    result = ((result ^ (result >> 47)) * _K_MUL) & _MASK64
+    return result ^ (result >> 47)
+
+
+def _feature_hash(value):
+    if isinstance(value, bytes):
+        return fingerprint64(value)
+    return int(value) & _MASK64  # (an int64 feature is its own hash, as TF's)
+
+
+@registry.kernel("SparseCross")
+def _cross_hashed_kernel(ctx, node, *args):
+    columns, batch = _feature_rows(args, node.attr["num_sparse"])
+    num_buckets, key = node.attr["num_buckets"], node.attr["hash_key"]
+    modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
+
+    def combine(features):
+        h = key
+        for v in features:
+            h = _fingerprint_cat64(h, _feature_hash(v))
+        return h % modulus
+
+    return _crossed(columns, batch, combine, np.int64)
+
+
+def _cross_inputs(inputs):
     if not isinstance(inputs, (list, tuple)):
         raise TypeError("Inputs must be a list")
     if not all(isinstance(i, (Tensor, SparseTensor)) for i in inputs):
@@ -339,8 +381,49 @@ def cross(inputs, name=None, separator=None):
     for t in [s.values for s in sparse] + dense:
         if t.dtype != _dtypes.string and not t.dtype.is_integer:
             raise TypeError(f"tf.sparse.cross: inputs must be string or integer tensors, got {t.dtype.name}")
+    values = [
+        v if v.dtype == _dtypes.string else math_ops.cast(v, _dtypes.int64)
+        for v in (s.values for s in sparse)
+    ]
+    dense = [d if d.dtype == _dtypes.string else math_ops.cast(d, _dtypes.int64) for d in dense]
+    return [s.indices for s in sparse] + values + [s.dense_shape for s in sparse] + dense, len(sparse)
+
+
+def cross(inputs, name=None, separator=None):
+    """`tf.sparse.cross`: a string `SparseTensor` holding, per row, every combination of the
+    features of `inputs` (`SparseTensor`s first, then dense tensors; strings or ints) joined
+    by `separator` (``"_X_"``).
+
+    Raises:
+        TypeError: `inputs` that is not a list of tensors, or of other dtypes than string and ints.
+    """
+    tensors, n_sparse = _cross_inputs(inputs)
     sep = convert_to_tensor("_X_" if separator is None else separator, dtype=_dtypes.string, name="separator")
-    inputs = [s.indices for s in sparse] + [s.values for s in sparse] + [s.dense_shape for s in sparse]
-    attrs = {"num_sparse": len(sparse)}
-    op = registry.make_op("SparseCrossV2", [*inputs, *dense, sep], attrs, name=name or "SparseCross")
+    op = registry.make_op(
+        "SparseCrossV2", [*tensors, sep], {"num_sparse": n_sparse}, name=name or "SparseCross"
+    )
     return SparseTensor(*op.outputs)
+
+
+def cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
+    """`tf.sparse.cross_hashed`: `cross`, each combination an int64 hash instead of a string:
+    TF's ``FingerprintCat64`` chain from `hash_key` over the features' FarmHash ``Fingerprint64``
+    (an int feature is its own hash), modulo `num_buckets` (when > 0).
+
+    Raises:
+        TypeError: as `cross`.
+    """
+    tensors, n_sparse = _cross_inputs(inputs)
+    attrs = {
+        "num_sparse": n_sparse,
+        "hashed_output": True,
+        "num_buckets": int(num_buckets),
+        "hash_key": _DEFAULT_HASH_KEY if hash_key is None else int(hash_key),
+        "out_type": _dtypes.int64,
+        "internal_type": _dtypes.int64,
+    }
+    op = registry.make_op("SparseCross", tensors, attrs, name=name or "SparseCross")
+    return SparseTensor(*op.outputs)
+
+
+_DEFAULT_HASH_KEY = 0xDECAFCAFFE  # (TF's sparse_ops._DEFAULT_HASH_KEY)

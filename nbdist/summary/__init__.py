@@ -13,6 +13,7 @@ nbdist). The protobuf classes TF exports here (``tf.summary.Summary``, ``Event``
 """
 
 from nbdist._facade import unsupported as _unsupported
+from nbdist.ops.summary_more_ops import all_v2_summary_ops, audio, get_summary_description, tensor_summary
 from nbdist.ops.summary_ops import histogram, image, merge, merge_all, scalar, text
 from nbdist.summary.writer import FileWriter, FileWriterCache
 
@@ -26,11 +27,15 @@ __all__ = [
     "Summary",
     "SummaryDescription",
     "TaggedRunMetadata",
+    "all_v2_summary_ops",
+    "audio",
+    "get_summary_description",
     "histogram",
     "image",
     "merge",
     "merge_all",
     "scalar",
+    "tensor_summary",
     "text",
 ]
 

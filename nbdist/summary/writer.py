@@ -37,6 +37,7 @@ from nbdist.graph.graph import get_default_graph
 from nbdist.ops import summary_protos
 from nbdist.platform import tf_record
 from nbdist.summary.graph_proto import graph_def_proto
+from nbdist.summary.run_metadata_proto import run_metadata_bytes
 
 _log = logging.getLogger("nbdist")
 _file_numbers = itertools.count()
@@ -88,6 +89,7 @@ class FileWriter:
         self._filename_suffix = filename_suffix or ""
         self._lock = threading.RLock()
         self._seen_summary_tags = set()
+        self._session_run_tags = set()
         self._writer = None
         self._open()
         _open_writers.add(self)
@@ -191,6 +193,20 @@ class FileWriter:
     def add_session_log(self, session_log, global_step=None):
         """Writes a ``SessionLog`` (START, STOP, CHECKPOINT) event."""
         self._add_event(self._pb.Event(session_log=session_log), global_step)
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Writes a traced step's `tf.RunMetadata` (``Session.run(..., options=
+        tf.RunOptions(trace_level=FULL_TRACE), run_metadata=md)``) as TF's ``TaggedRunMetadata``
+        event: its op spans per device and partition graphs (`run_metadata_proto`).
+
+        Raises:
+            ValueError: `tag` was used before on this writer (TF's message).
+        """
+        if tag in self._session_run_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._session_run_tags.add(tag)
+        tagged = self._pb.TaggedRunMetadata(tag=tag, run_metadata=run_metadata_bytes(run_metadata))
+        self._add_event(self._pb.Event(tagged_run_metadata=tagged), global_step)
 
     def add_graph(self, graph, global_step=None, graph_def=None):
         """Writes the graph as TF's ``GraphDef`` protobuf: nodes with their requested devices,
