@@ -29,6 +29,15 @@ from nbdist.ops.conv_ops import (
 from nbdist.ops.conv_ops import (
     depthwise_conv2d_native_backprop_input as depthwise_conv2d_backprop_input,
 )
+from nbdist.ops.ctc_ops import (
+    collapse_repeated,
+    ctc_beam_search_decoder,
+    ctc_beam_search_decoder_v2,
+    ctc_greedy_decoder,
+    ctc_loss,
+    ctc_loss_v2,
+    ctc_unique_labels,
+)
 from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.fused_batch_norm_ops import fused_batch_norm
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
@@ -154,6 +163,10 @@ __all__ += ["max_pool3d"]
 
 # Issue 32: fused_batch_norm and the max-plus windows.
 __all__ += ["dilation2d", "erosion2d", "fused_batch_norm", "max_pool_with_argmax"]
+
+# Issue 32: CTC.
+__all__ += ["collapse_repeated", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]
+__all__ += ["ctc_greedy_decoder", "ctc_loss", "ctc_loss_v2", "ctc_unique_labels"]
 
 
 def __getattr__(name):

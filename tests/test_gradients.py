@@ -128,6 +128,11 @@ CASES = [
     ("AvgPoolGrad", _second_order(lambda x: tf.nn.avg_pool(x * x, 3, 2, "SAME")), [r(1, 5, 4, 2)]),
     ("LRN", lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75), [r(2, 2, 1, 6)]),
     (
+        "CTCLoss",
+        lambda x: tf.nn.ctc_loss(tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [1, 0, 1], [2, 2]), x, [4, 3]),
+        [r(4, 2, 3)],
+    ),
+    (
         "FusedBatchNormV3",
         lambda x, s, o: tf.nn.fused_batch_norm(x, s, o)[0] * tf.sin(x),
         [r(2, 3, 2, 3), p(3), r(3)],
