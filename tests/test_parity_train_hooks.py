@@ -213,8 +213,9 @@ def test_checkpoint_helpers_match_tensorflow(tf1, tmp_path):
             prefix = lib.train.Saver().save(sess, str(folder / "model"), global_step=7)
         mtimes = lib.train.get_checkpoint_mtimes([prefix, str(folder / "missing")])
         index_mtime = os.path.getmtime(prefix + ".index")
-        lib.train.remove_checkpoint(prefix)
-        left = sorted(os.path.basename(p) for p in glob.glob(prefix + ".*") if not p.endswith(".meta"))
+        written = sorted(os.path.basename(p) for p in glob.glob(prefix + ".*"))
+        lib.train.remove_checkpoint(prefix, checkpoint_format_version=lib.train.SaverDef.V2)
+        left = sorted(os.path.basename(p) for p in glob.glob(prefix + ".*"))
         return (
             os.path.basename(state.model_checkpoint_path),
             [os.path.basename(p) for p in state.all_model_checkpoint_paths],
@@ -222,6 +223,7 @@ def test_checkpoint_helpers_match_tensorflow(tf1, tmp_path):
             list(relative.all_model_checkpoint_paths)[-1:] == [relative.model_checkpoint_path],
             len(mtimes),
             abs(mtimes[0] - index_mtime) < 1,
+            written,
             left,
         )
 

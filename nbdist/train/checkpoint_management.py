@@ -241,9 +241,10 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
     return out
 
 
-def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=None, meta_graph_suffix="meta"):
+def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2, meta_graph_suffix="meta"):
     """Deletes the index and data files of a checkpoint, and its meta graph
-    (``<prefix>.<meta_graph_suffix>``) as TF does."""
+    (``<prefix>.<meta_graph_suffix>``) as TF does (`checkpoint_format_version`: TF's
+    ``SaverDef.V2``, the only format nbdist writes)."""
     checkpoint_format.remove(checkpoint_prefix)
     if meta_graph_suffix:
         with contextlib.suppress(FileNotFoundError):
