@@ -13,8 +13,9 @@ The batching functions make a queue (`FIFOQueue`, or `RandomShuffleQueue` for th
 ones), one enqueue op per thread (or per tensor list for the ``_join`` forms) run by a
 `QueueRunner`, and a `dequeue_many` (or `dequeue_up_to` with `allow_smaller_final_batch`).
 Lists and dicts come back as they went in (a list of one tensor as the tensor). Shuffled
-orders are nbdist's own (seeded, reproducible), not TF's. Not built: `dynamic_pad` (TF's
-`PaddingFIFOQueue`), `SparseTensor` inputs, and a vector `keep_input`.
+orders are nbdist's own (seeded, reproducible), not TF's. A vector `keep_input` (with
+`enqueue_many`) keeps the rows it marks. Not built: `dynamic_pad` (TF's `PaddingFIFOQueue`) and
+`SparseTensor` inputs.
 """
 
 from nbdist.graph import dtypes as _dtypes
