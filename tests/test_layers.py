@@ -31,6 +31,8 @@ LAYER_OF = {
     "nbdist.platform.test": "train",
     "nbdist.platform.test_util": "train",
     "nbdist.platform.benchmark": "train",
+    "nbdist.platform.graph_def_diff": "train",  # tf.test.assert_equal_graph_def: reads GraphDefs
+    "nbdist.platform.test_helpers": "train",  # tf.test.benchmark_config: a runtime ConfigProto
     "nbdist._facade": "base",  # the facades' helpers (export_all, unsupported); stdlib only
     "nbdist.file_errors": "base",  # errno -> TF's error class (apart from tf.errors' names)
     "nbdist.graph": "graph",

@@ -11,6 +11,17 @@ from unittest import mock
 
 from nbdist.platform import benchmark as _benchmark
 from nbdist.platform.benchmark import Benchmark
+from nbdist.platform.graph_def_diff import assert_equal_graph_def
+from nbdist.platform.test_helpers import (
+    StubOutForTesting,
+    benchmark_config,
+    disable_with_predicate,
+    is_built_with_rocm,
+    is_built_with_xla,
+    is_cpu_target_available,
+    test_src_dir_path,
+    with_eager_op_as_function,
+)
 from nbdist.platform.test_util import TestCase, get_temp_dir
 
 
@@ -86,15 +97,24 @@ def is_built_with_gpu_support():
 
 __all__ = [
     "Benchmark",
+    "StubOutForTesting",
     "TestCase",
+    "assert_equal_graph_def",
+    "benchmark_config",
     "create_local_cluster",
+    "disable_with_predicate",
     "get_temp_dir",
     "gpu_device_name",
     "is_built_with_cuda",
     "is_built_with_gpu_support",
+    "is_built_with_rocm",
+    "is_built_with_xla",
+    "is_cpu_target_available",
     "is_gpu_available",
     "main",
     "mock",
+    "test_src_dir_path",
+    "with_eager_op_as_function",
 ]
 
 
