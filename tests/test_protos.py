@@ -153,3 +153,29 @@ def test_a_summary_op_value_parses_as_tf_summary():
         with tf.Session() as sess:
             parsed = tf.Summary.FromString(sess.run(s))
     assert [(v.tag, v.simple_value) for v in parsed.value] == [("loss", 1.5)]
+
+
+def test_a_frozen_graph_read_into_tf_graph_def_imports_and_runs_as_in_tensorflow(tf1, tmp_path):
+    """TF 1.x's frozen-model pattern: tf.GraphDef().ParseFromString(.pb bytes), tf.import_graph_def."""
+    w = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+    x_value = np.array([[1.0, 2.0], [-1.0, 0.5]], np.float32)
+    with tf1.Graph().as_default() as graph:
+        x = tf1.placeholder(tf1.float32, [None, 2], name="x")
+        tf1.nn.relu(tf1.matmul(x, tf1.constant(w)) + 1.0, name="out")
+        tf1.io.write_graph(graph, str(tmp_path), "frozen.pb", as_text=False)
+        with tf1.Session() as sess:
+            theirs = sess.run("out:0", {"x:0": x_value})
+    graph_def = tf.GraphDef()
+    with tf.gfile.GFile(str(tmp_path / "frozen.pb"), "rb") as f:
+        graph_def.ParseFromString(f.read())
+    with tf.Graph().as_default():
+        (out,) = tf.import_graph_def(graph_def, return_elements=["out:0"], name="")
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(out, {"x:0": x_value}), theirs)
+
+
+def test_tf_summary_summary_is_built_as_tf_programs_build_it():
+    value = tf.summary.Summary.Value(tag="t", simple_value=1.0)
+    summary = tf.summary.Summary(value=[value])
+    assert tf.summary.Event(summary=summary).summary.value[0].tag == "t"
+    assert tf.summary.SessionLog(status=tf.summary.SessionLog.START).status == tf.SessionLog.START

@@ -127,13 +127,14 @@ def import_graph_def(
 ):
     """`tf.import_graph_def`: nbdist's (`nbdist.graph.graph_def.import_graph_def`), which also
     takes real TensorFlow's ``GraphDef`` protos (``tf1_graph.as_graph_def()``)."""
-    if is_proto(graph_def, "tensorflow.GraphDef"):
-        graph_def = graph_def_of_proto(graph_def)
+    if is_proto(graph_def, "tensorflow.GraphDef") or is_proto(graph_def, "tensorboardX.GraphDef"):
+        graph_def = graph_def_of_proto(graph_def)  # real TF's, or tf.GraphDef (the same message)
     return _graph_def.import_graph_def(graph_def, input_map, return_elements, name, op_dict, producer_op_list)
 
 
 import_graph_def.__doc__ = _graph_def.import_graph_def.__doc__.replace(
     "a GraphDef (nbdist's plain-data form, e.g. ``graph.as_graph_def()``).",
-    "a GraphDef: nbdist's plain-data form (``graph.as_graph_def()``) or real\n"
-    "            TensorFlow's ``GraphDef`` proto (``tf1_graph.as_graph_def()``).",
+    "a GraphDef: nbdist's plain-data form (``graph.as_graph_def()``), real\n"
+    "            TensorFlow's ``GraphDef`` proto (``tf1_graph.as_graph_def()``) or a\n"
+    "            ``tf.GraphDef`` (e.g. parsed from a frozen model's ``.pb`` file).",
 )
