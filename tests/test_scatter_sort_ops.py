@@ -57,6 +57,8 @@ PARITY = {
     "where_v2_broadcast": lambda t: t.where_v2([[True], [False], [True]], t.constant(X), -1.0),
     "where_v2_indices": lambda t: t.where_v2(t.constant(X) > 0),
     "where_v2_numeric": lambda t: t.where_v2(t.constant(INTS)),
+    "where_indices": lambda t: t.where(t.constant(CUBE) > 0.5),
+    "where_indices_empty": lambda t: t.where(t.zeros([2, 0], t.bool)),
     "boolean_mask": lambda t: t.boolean_mask(t.constant(X), [True, False, True]),
     "boolean_mask_2d": lambda t: t.boolean_mask(t.constant(CUBE), CUBE[:, :, 0] > 0),
     "boolean_mask_axis": lambda t: t.boolean_mask(t.constant(CUBE), [False, True, False, True], axis=2),
@@ -236,6 +238,7 @@ def test_integer_division_by_zero_raises_as_floor_div_does_in_tensorflow():
         ),
         (lambda t: t.searchsorted([1, 2], [1], side="middle"), ValueError, "either 'right' or 'left'"),
         (lambda t: t.where_v2([True], [1]), ValueError, "x and y must both be non-None or both be None"),
+        (lambda t: t.where([True], y=[1]), ValueError, "x and y must both be non-None or both be None"),
         (lambda t: t.boolean_mask([1, 2], True), ValueError, "mask cannot be scalar"),
         (
             lambda t: t.boolean_mask([[1, 2], [3, 4], [5, 6]], [True, False]),

@@ -28,8 +28,18 @@ def _select_grad(op, grad):
     return [None, sum_to_shape(where(c, grad, zeros), x), sum_to_shape(where(c, zeros, grad), y)]
 
 
-def where(condition, x, y, name=None):
-    """`tf.where(condition, x, y)`: elementwise select (broadcasting as numpy)."""
+def where(condition, x=None, y=None, name=None):
+    """`tf.where(condition, x, y)`: elementwise select (broadcasting as numpy); `tf.where(condition)`:
+    the int64 coordinates ``[num_true, rank]`` of its true entries (``Where``, in sort_search_ops).
+
+    Raises:
+        ValueError: only one of `x` and `y` given.
+    """
+    if x is None and y is None:
+        condition = convert_to_tensor(condition, dtype=_dtypes.bool)
+        return registry.make_op("Where", [condition], name=name).outputs[0]
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
     condition = convert_to_tensor(condition, dtype=_dtypes.bool)
     x, y = convert_n([x, y])
     return registry.make_op("Select", [condition, x, y], name=name).outputs[0]
