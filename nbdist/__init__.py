@@ -61,6 +61,7 @@ from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import complex_ops as _complex_ops
 from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import custom_gradient_ops as _custom_gradient_ops
 from nbdist.ops import einsum_ops as _einsum_ops
 from nbdist.ops import example_parsing_ops as _example_parsing_ops
 from nbdist.ops import fft_ops as _fft_ops
@@ -104,7 +105,7 @@ from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops import while_ops as _while_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
-from nbdist.ops.gradients import gradients
+from nbdist.ops.gradients import AggregationMethod, UnconnectedGradients, gradients
 from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.runtime.config import (
     ConfigProto,
@@ -148,6 +149,7 @@ _export_all(
     _control_flow_ops,
     _check_ops,
     _logging_ops,
+    _custom_gradient_ops,
     _cond_ops,
     _while_ops,
     _state_ops,

@@ -459,6 +459,9 @@ class Graph:
             attrs = dict(attrs or {})
             for scoped in self._attr_stack:
                 attrs.update(scoped)
+            override = getattr(self._local, "gradient_override_map", {}).get(op_type)
+            if override:  # (set by Graph.gradient_override_map, nbdist.ops.custom_gradient_ops)
+                attrs["_gradient_op_type"] = override
             deps = list(control_inputs)
             input_ops = {t.op for t in inputs}
             for level in self._control_stack:

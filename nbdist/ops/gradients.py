@@ -16,12 +16,30 @@ tests run).
 
 import collections
 import contextlib
+import enum
 
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Tensor, graph_element
 from nbdist.ops import array_ops, math_ops, registry
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.indexed_slices import IndexedSlices
+
+
+class AggregationMethod:
+    """`tf.AggregationMethod`: how `gradients` sums a tensor's gradient contributions. nbdist
+    sums them with one `add_n` whichever is chosen (the values are the same)."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class UnconnectedGradients(enum.Enum):
+    """`tf.UnconnectedGradients`: the gradient of an x that `ys` do not depend on: None or zeros."""
+
+    NONE = "none"
+    ZERO = "zero"
 
 
 def _as_tensor_list(values, what):
@@ -76,6 +94,7 @@ def gradients(
     gate_gradients=False,
     aggregation_method=None,
     stop_gradients=None,
+    unconnected_gradients=UnconnectedGradients.NONE,
 ):
     """Symbolic partial derivatives of ``sum(ys)`` with respect to each of `xs`.
 
@@ -84,7 +103,10 @@ def gradients(
         xs: a tensor, variable or list of them.
         grad_ys: optional initial gradients, one per y (default: ones).
         colocate_gradients_with_ops: place each gradient op with its forward op.
+        aggregation_method: an `AggregationMethod` value (all give the same sums here).
         stop_gradients: tensors treated as constants.
+        unconnected_gradients: ``"none"`` (None for an x that `ys` do not depend on) or
+            ``"zero"`` (zeros shaped like it), or an `UnconnectedGradients`.
 
     Returns:
         A list with one Tensor, `IndexedSlices` (where TF gives one: a gathered `x`) or None
@@ -92,7 +114,9 @@ def gradients(
 
     Raises:
         LookupError: if an op on the path has no registered gradient.
+        ValueError: an unknown `aggregation_method` or `unconnected_gradients`.
     """
+    unconnected_gradients = _check_options(aggregation_method, unconnected_gradients)
     ys = _as_tensor_list(ys, "ys")
     xs = _as_tensor_list(xs, "xs")
     stop = {id(t) for t in _as_tensor_list(stop_gradients, "stop_gradients")} if stop_gradients else set()
@@ -129,7 +153,8 @@ def gradients(
                 continue
             if id(op.outputs[0]) in x_ids and len(op.outputs) == 1 and not op.inputs:
                 continue
-            grad_fn = registry.get_gradient(op.type)
+            grad_type = op.attrs.get("_gradient_op_type", op.type)  # (Graph.gradient_override_map)
+            grad_fn = registry.get_gradient(grad_type)
             if grad_fn is None:
                 continue
             out_grads = [
@@ -137,9 +162,11 @@ def gradients(
             ]
             scope = graph.colocate_with(op) if colocate_gradients_with_ops else contextlib.nullcontext()
             with scope, graph.name_scope(f"{op.name}_grad"):
-                if not registry.lookup(op.type).grad_takes_indexed_slices:
+                if not registry.lookup(grad_type).grad_takes_indexed_slices:
                     out_grads = [convert_to_tensor(g) for g in out_grads]
                 in_grads = grad_fn(op, *out_grads)
+            if not isinstance(in_grads, (list, tuple)):  # (TF takes one gradient for one input)
+                in_grads = [in_grads]
             if len(in_grads) != len(op.inputs):
                 raise ValueError(
                     f"gradient of {op.type} returned {len(in_grads)} values for {len(op.inputs)} inputs"
@@ -147,7 +174,22 @@ def gradients(
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and t.op in between and id(t) not in stop:
                     pending[t].append((created[op], g))
-        return [_aggregate(pending.get(x), graph) for x in xs]
+        grads = [_aggregate(pending.get(x), graph) for x in xs]
+        if unconnected_gradients is UnconnectedGradients.ZERO:
+            grads = [math_ops.zeros_like(x) if g is None else g for g, x in zip(grads, xs)]
+        return grads
+
+
+def _check_options(aggregation_method, unconnected_gradients):
+    """The `UnconnectedGradients` asked for; ValueError for an unknown option, as TF's."""
+    if aggregation_method not in (None, 0, 1, 2):  # (AggregationMethod's values)
+        raise ValueError(
+            f"Invalid `aggregation_method` specified {aggregation_method}. Accepted values are [0, 1, 2]."
+        )
+    try:
+        return UnconnectedGradients(unconnected_gradients)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}") from None
 
 
 def _aggregate(grads, graph):

@@ -119,6 +119,10 @@ __all__ = [
 
 
 def __getattr__(name):
+    if name in ("compute_gradient", "compute_gradient_error"):  # (ops load on first use)
+        from nbdist.ops import gradient_checker  # noqa: PLC0415
+
+        return getattr(gradient_checker, name)
     from nbdist._facade import unsupported  # noqa: PLC0415
 
     return unsupported("tf.test", name)
