@@ -74,6 +74,7 @@ from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
+from nbdist.ops import patches_ops as _patches_ops
 from nbdist.ops import queue_more_ops as _queue_more_ops
 from nbdist.ops import queue_ops as _queue_ops
 from nbdist.ops import random_ops as _random_ops
@@ -85,6 +86,7 @@ from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sort_search_ops as _sort_search_ops
+from nbdist.ops import space_batch_ops as _space_batch_ops
 from nbdist.ops import sparse_extra_ops as _sparse_extra_ops
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
@@ -185,6 +187,8 @@ _export_all(
     _sparse_extra_ops,
     _tile_ops,
     _array_extra_ops,
+    _space_batch_ops,
+    _patches_ops,
     _special_math_ops,
     _fft_ops,
     exclude=_NOT_AT_TF,

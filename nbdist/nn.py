@@ -83,6 +83,7 @@ from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
 from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
+from nbdist.ops.space_batch_ops import space_to_batch, with_space_to_batch
 from nbdist.ops.statistics_ops import zero_fraction
 from nbdist.ops.top_k_ops import in_top_k, top_k
 
@@ -167,6 +168,10 @@ __all__ += ["dilation2d", "erosion2d", "fused_batch_norm", "max_pool_with_argmax
 # Issue 32: CTC.
 __all__ += ["collapse_repeated", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]
 __all__ += ["ctc_greedy_decoder", "ctc_loss", "ctc_loss_v2", "ctc_unique_labels"]
+
+
+# Issue 32: the space-to-batch forms (dilated ops as TF builds them).
+__all__ += ["space_to_batch", "with_space_to_batch"]
 
 
 def __getattr__(name):

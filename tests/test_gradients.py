@@ -252,6 +252,18 @@ CASES = [
     ("ReverseSequence", lambda x: tf.reverse_sequence(x, [3, 0, 1], seq_axis=1), [r(3, 4, 2)]),
     ("IdentityN", lambda x, y: tf.identity_n([x, y])[0] * tf.identity_n([x, y])[1], [r(2, 3), r(2, 3)]),
     ("EnsureShape", lambda x: tf.ensure_shape(x, [None, 3]) ** 2, [r(2, 3)]),
+    ("SpaceToBatchND", lambda x: tf.space_to_batch_nd(x, [2, 2], [[1, 0], [0, 1]]), [r(1, 3, 3, 2)]),
+    ("BatchToSpaceND", lambda x: tf.batch_to_space_nd(x, [2, 1], [[1, 0], [0, 1]]), [r(4, 2, 3, 1)]),
+    (
+        "ExtractImagePatches",
+        lambda x: tf.extract_image_patches(x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        [r(2, 3, 4, 2)],
+    ),
+    (
+        "ExtractVolumePatches",
+        lambda x: tf.extract_volume_patches(x, [1, 2, 1, 2, 1], [1, 1, 2, 1, 1], "SAME"),
+        [r(1, 3, 3, 2, 2)],
+    ),
     ("Unpack", lambda x: tf.stack(tf.unstack(x, axis=1)[::-1]), [r(2, 3)]),
     ("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [0, 2, 0, -1], 3), [r(4, 2)]),
     # tf.math (issue 32 §3): the trigonometric and hyperbolic functions, erf, the x*f(y) ops, scans,

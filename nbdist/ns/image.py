@@ -3,7 +3,6 @@
 
 from nbdist._facade import unsupported as _unsupported
 from nbdist.ops.image_analysis_ops import (
-    extract_image_patches,
     image_gradients,
     non_max_suppression,
     psnr,
@@ -50,6 +49,7 @@ from nbdist.ops.image_ops import resize_image_with_crop_or_pad as resize_with_cr
 from nbdist.ops.image_ops import transpose_image as transpose
 from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_images, resize_nearest_neighbor
 from nbdist.ops.image_resize_ops import resize_images as resize
+from nbdist.ops.patches_ops import extract_image_patches, extract_patches
 
 __all__ = [
     "ResizeMethod",
@@ -67,6 +67,7 @@ __all__ = [
     "encode_jpeg",
     "encode_png",
     "extract_image_patches",
+    "extract_patches",
     "flip_left_right",
     "flip_up_down",
     "grayscale_to_rgb",

@@ -176,7 +176,7 @@ def _extract_patches_kernel(ctx, node, images):
     return patches.reshape(images.shape[0], oh, ow, -1)
 
 
-registry.no_gradient("ExtractImagePatches")
+# (its gradient, TF's, is in nbdist/ops/patches_ops.py with ExtractVolumePatches')
 
 
 def extract_image_patches(images, ksizes, strides, rates, padding, name=None):
