@@ -10,6 +10,13 @@ from nbdist.ops.image_analysis_ops import (
     ssim,
     total_variation,
 )
+from nbdist.ops.image_codec_more_ops import (
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_webp,
+    extract_jpeg_shape,
+)
 from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
 from nbdist.ops.image_color_ops import (
     adjust_hue,
@@ -61,12 +68,17 @@ __all__ = [
     "central_crop",
     "convert_image_dtype",
     "crop_to_bounding_box",
+    "decode_and_crop_jpeg",
+    "decode_bmp",
+    "decode_gif",
     "decode_image",
     "decode_jpeg",
     "decode_png",
+    "decode_webp",
     "encode_jpeg",
     "encode_png",
     "extract_image_patches",
+    "extract_jpeg_shape",
     "extract_patches",
     "flip_left_right",
     "flip_up_down",

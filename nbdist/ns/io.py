@@ -13,6 +13,13 @@ from nbdist.ops.example_parsing_ops import (
     parse_example,
     parse_single_example,
 )
+from nbdist.ops.image_codec_more_ops import (
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_webp,
+    extract_jpeg_shape,
+)
 from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
 from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
@@ -60,16 +67,21 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "decode_and_crop_jpeg",
     "decode_base64",
+    "decode_bmp",
     "decode_compressed",
     "decode_csv",
+    "decode_gif",
     "decode_image",
     "decode_jpeg",
     "decode_png",
     "decode_raw",
+    "decode_webp",
     "encode_base64",
     "encode_jpeg",
     "encode_png",
+    "extract_jpeg_shape",
     "is_jpeg",
     "match_filenames_once",
     "matching_files",

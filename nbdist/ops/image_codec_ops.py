@@ -94,9 +94,28 @@ def _decode_jpeg_kernel(ctx, node, contents):
     return _decode(node, contents, node.attr["channels"])
 
 
+def _animated(data):
+    return data[:4] == b"GIF8" or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+
+
+def _frames(node, contents, channels):
+    """Every frame of a GIF (RGB) or WebP, ``[frames, height, width, channels]``, as TF's
+    `decode_image` gives them with ``expand_animations=True``."""
+    from PIL import ImageSequence  # noqa: PLC0415
+
+    image = _pil().open(io.BytesIO(np.asarray(contents, dtype=object).item()))
+    channels = channels or (4 if image.format == "WEBP" and "A" in image.getbands() else 3)
+    return np.stack(
+        [np.asarray(f.convert(_MODES[channels]), np.uint8) for f in ImageSequence.Iterator(image)]
+    )
+
+
 @registry.kernel("DecodeImage")
 def _decode_image_kernel(ctx, node, contents):
-    pixels = _decode(node, contents, node.attr["channels"])
+    if node.attr.get("expand_animations", True) and _animated(np.asarray(contents, dtype=object).item()):
+        pixels = _frames(node, contents, node.attr["channels"])
+    else:
+        pixels = _decode(node, contents, node.attr["channels"])
     dtype = _dtypes.as_dtype(node.attr["dtype"]).np
     if dtype == np.uint8:
         return pixels
@@ -136,9 +155,14 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
 
 
 def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand_animations=True):
-    """`tf.image.decode_image`: a PNG, JPEG, GIF or BMP's pixels (the first frame of an
-    animation), converted to `dtype` by TF's `convert_image_dtype` rule."""
-    attrs = {"channels": int(channels or 0), "dtype": _dtypes.as_dtype(dtype).name}
+    """`tf.image.decode_image`: a PNG, JPEG, GIF, BMP or WebP's pixels, converted to `dtype`
+    by TF's `convert_image_dtype` rule; a GIF's or WebP's every frame
+    (``[frames, height, width, channels]``), or the first only if not `expand_animations`."""
+    attrs = {
+        "channels": int(channels or 0),
+        "dtype": _dtypes.as_dtype(dtype).name,
+        "expand_animations": bool(expand_animations),
+    }
     return registry.make_op("DecodeImage", [_contents(contents)], attrs, name=name or "decode_image").outputs[
         0
     ]
