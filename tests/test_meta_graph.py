@@ -98,7 +98,7 @@ def test_saver_export_meta_graph_holds_its_saver_def(tmp_path):
         saver = tf.train.Saver(max_to_keep=3)
         meta = saver.export_meta_graph(str(tmp_path / "m.meta"))
     assert meta.saver_def.restore_op_name == saver.saver_def.restore_op_name
-    again = tf.train.import_meta_graph.__globals__["read_meta_graph_file"](str(tmp_path / "m.meta"))
+    again = type(meta).FromString((tmp_path / "m.meta").read_bytes())
     assert again.saver_def.max_to_keep == 3
     assert again.graph_def["node"][0]["name"] == meta.graph_def["node"][0]["name"]
 

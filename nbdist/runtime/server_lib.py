@@ -66,7 +66,7 @@ class ServerDef:
     """TF's `tf.train.ServerDef`: what one server is, as plain fields.
 
     Args:
-        cluster: the cluster (a ClusterDef dict as `ClusterSpec.as_cluster_def` gives, a
+        cluster: the cluster (a `ClusterDef` as `ClusterSpec.as_cluster_def` gives, its dict, a
             cluster dict or a `ClusterSpec`).
         job_name, task_index: this server's task (``""`` / 0 when unset, as in the proto).
         protocol: ``"grpc"`` or ``"zmq"``.
@@ -256,7 +256,7 @@ class Server:
 
     @property
     def server_def(self):
-        """This server's `ServerDef` (``cluster`` as a ClusterDef dict)."""
+        """This server's `ServerDef` (``cluster`` a `tf.train.ClusterDef`)."""
         return ServerDef(
             self._cluster.as_cluster_def(),
             self._job_name,
