@@ -256,6 +256,27 @@ def test_bad_arguments_raise_when_built(tf1, build, error, message):
         build(tf)
 
 
+def test_boolean_mask_of_a_tensor_of_unknown_rank_matches_tensorflow(tf1):
+    def run(t):
+        with t.Graph().as_default(), t.Session() as sess:
+            x = t.placeholder(t.float64)
+            out = t.boolean_mask(x, [[True, False, True], [False, False, True]])
+            return sess.run(out, {x: CUBE[:, :3]}), out.shape.ndims
+
+    (ours, our_rank), (theirs, their_rank) = run(tf), run(tf1)
+    _assert_same(ours, theirs, "boolean_mask")
+    assert our_rank == their_rank
+
+
+def test_sort_of_a_tensor_of_unknown_rank_matches_tensorflow(tf1):
+    def run(t):
+        with t.Graph().as_default(), t.Session() as sess:
+            x = t.placeholder(t.int32)
+            return sess.run([t.sort(x, direction="DESCENDING"), t.argsort(x)], {x: INTS})
+
+    _assert_same(run(tf), run(tf1), "sort")
+
+
 def test_gradients_of_indexing_and_sorting_match_tensorflow(tf1):
     def build(t):
         x = t.constant(X)

@@ -34,17 +34,19 @@ __all__ += [
 # -- sort, argsort ------------------------------------------------------------------------------------
 def _descending_sort(values, axis, return_argsort):
     ndims = values.shape.ndims
-    if ndims is None:
-        raise ValueError(f"tf.sort: values {values.name} must have a known rank")
-    axis = axis + ndims if axis < 0 else axis
-    if not 0 <= axis < ndims:
-        raise ValueError(f"tf.sort: axis {axis} is out of range for values of rank {ndims}")
     perm = None
-    if axis != ndims - 1:  # (top_k sorts the last axis: swap `axis` with it, and back)
+    if axis != -1 and (ndims is None or axis + 1 != ndims):  # (top_k sorts the last axis: swap, and back)
+        if ndims is None:
+            raise ValueError(
+                f"tf.sort: values {values.name} of unknown rank can only be sorted along axis -1"
+            )
+        axis = axis + ndims if axis < 0 else axis
+        if not 0 <= axis < ndims:
+            raise ValueError(f"tf.sort: axis {axis} is out of range for values of rank {ndims}")
         perm = [*range(axis), ndims - 1, *range(axis + 1, ndims - 1), axis]
         values = transpose(values, perm)
-    k = values.shape[-1] if values.shape[-1] is not None else shape(values)[-1]
-    sorted_values, indices = top_k(values, k)
+    last = values.shape[-1] if values.shape.ndims else None
+    sorted_values, indices = top_k(values, last if last is not None else shape(values)[-1])
     out = indices if return_argsort else sorted_values
     return out if perm is None else transpose(out, perm)
 
@@ -210,17 +212,21 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
             )
         axis = 0 if axis is None else int(get_static_value(axis))
         ndims = tensor.shape.ndims
-        if ndims is None:
-            raise ValueError(f"tf.boolean_mask: tensor {tensor.name} must have a known rank in nbdist")
-        axis = axis + ndims if axis < 0 else axis
-        masked = TensorShape(tensor.shape.as_list()[axis : axis + ndims_mask])
-        if not masked.is_compatible_with(mask.shape):
-            raise ValueError(f"Shapes {_tuple(masked)} and {_tuple(mask.shape)} are incompatible")
+        if ndims is None and axis != 0:
+            raise ValueError(f"tf.boolean_mask: tensor {tensor.name} must have a known rank for axis={axis}")
         dims = shape(tensor)
-        leading = reduction_ops.reduce_prod(dims[axis : axis + ndims_mask], axis=[0], keepdims=True)
-        flat = reshape(tensor, concat([dims[:axis], leading, dims[axis + ndims_mask :]], 0))
-        static = tensor.shape.as_list()
-        flat.set_shape(TensorShape([*static[:axis], masked.num_elements(), *static[axis + ndims_mask :]]))
+        if ndims is None:  # (axis 0: the masked axes flattened, whatever follows them)
+            leading = reduction_ops.reduce_prod(dims[:ndims_mask], axis=[0], keepdims=True)
+            flat = reshape(tensor, concat([leading, dims[ndims_mask:]], 0))
+        else:
+            axis = axis + ndims if axis < 0 else axis
+            masked = TensorShape(tensor.shape.as_list()[axis : axis + ndims_mask])
+            if not masked.is_compatible_with(mask.shape):
+                raise ValueError(f"Shapes {_tuple(masked)} and {_tuple(mask.shape)} are incompatible")
+            leading = reduction_ops.reduce_prod(dims[axis : axis + ndims_mask], axis=[0], keepdims=True)
+            flat = reshape(tensor, concat([dims[:axis], leading, dims[axis + ndims_mask :]], 0))
+            static = tensor.shape.as_list()
+            flat.set_shape(TensorShape([*static[:axis], masked.num_elements(), *static[axis + ndims_mask :]]))
         indices = squeeze(where_v2(reshape(mask, [-1])), axis=[1])
         if axis == 0:
             return reduction_ops.gather(flat, indices)
