@@ -205,3 +205,29 @@ def test_queue_runner_comes_back_from_a_meta_graph_and_feeds_its_queue():
             assert [sess.run("next:0") for _ in range(3)] == [1.5, 1.5, 1.5]
             coord.request_stop()
             coord.join(threads)
+
+
+@pytest.mark.tf
+def test_import_meta_graph_with_input_map_and_collection_predicate_as_tensorflow(tf1, tmp_path):
+    def run(t):
+        path = str(tmp_path / f"{t.__name__}.meta")
+        with t.Graph().as_default():
+            x = t.placeholder(t.float32, [None, 3], name="x")
+            t.multiply(x, 2.0, name="doubled")
+            t.add_to_collection("kept", x)
+            t.add_to_collection("dropped", x)
+            t.train.export_meta_graph(path)
+        with t.Graph().as_default():
+            source = t.constant(X, name="source")
+            t.train.import_meta_graph(
+                path, input_map={"x:0": source}, restore_collections_predicate=lambda key: key != "dropped"
+            )
+            kept = [c.name for c in t.get_collection("kept")]
+            with t.Session() as sess:
+                return sess.run("doubled:0"), kept, t.get_collection("dropped")
+
+    (ours, ours_kept, ours_dropped), (theirs, theirs_kept, theirs_dropped) = run(tf), run(tf1)
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(ours, X * 2)
+    assert ours_kept == theirs_kept == ["x:0"]
+    assert ours_dropped == theirs_dropped == []

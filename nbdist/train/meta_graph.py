@@ -294,15 +294,20 @@ def read_meta_graph_file(filename):
     return MetaGraphDef.from_dict(meta_graph_tf.meta_graph_of_tf_bytes(data, filename))
 
 
-def import_graph_and_collections(meta, clear_devices=False, import_scope=None):
-    """Adds `meta`'s ops (under `import_scope`) and collections to the default graph; returns
-    ``{name: Variable}`` of the variables its collections name."""
+def import_graph_and_collections(
+    meta, clear_devices=False, import_scope=None, input_map=None, restore_collections_predicate=None
+):
+    """Adds `meta`'s ops (under `import_scope`, `input_map` replacing inputs as in
+    `tf.import_graph_def`) and collections (those `restore_collections_predicate` keeps) to the
+    default graph; returns ``{name: Variable}`` of the variables its collections name."""
     graph = get_default_graph()
     prefix = f"{import_scope.rstrip('/')}/" if import_scope else ""
     graph_def = _scoped_graph_def(meta.graph_def, "", clear_devices)
-    _graph_def.import_graph_def(graph_def, name=prefix.rstrip("/"))
+    _graph_def.import_graph_def(graph_def, input_map=input_map, name=prefix.rstrip("/"))
     variables = {}
     for key, kinds in meta.collection_def.items():
+        if restore_collections_predicate is not None and not restore_collections_predicate(key):
+            continue
         for kind, values in kinds.items():
             for value in values:
                 graph.add_to_collection(key, _collection_item(graph, kind, value, prefix, variables))

@@ -11,7 +11,14 @@ from nbdist.train.saver import Saver, SaverDef
 _log = logging.getLogger("nbdist")
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+def import_meta_graph(
+    meta_graph_or_file,
+    clear_devices=False,
+    import_scope=None,
+    input_map=None,
+    restore_collections_predicate=None,
+    **kwargs,
+):
     """`tf.train.import_meta_graph`: adds a meta graph's ops and collections to the default graph.
 
         saver = tf.train.import_meta_graph("/tmp/run/model.ckpt-2.meta")
@@ -21,6 +28,12 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         meta_graph_or_file: a `MetaGraphDef` (`export_meta_graph`'s) or a ``.meta`` file's path.
         clear_devices: drop the nodes' devices (to run the model where it was not trained).
         import_scope: a name scope to put every imported name under.
+        input_map: ``{name in the meta graph: Tensor}``: inputs to replace by existing tensors
+            (as `tf.import_graph_def`'s), e.g. a placeholder by an input pipeline's tensor.
+        restore_collections_predicate: ``fn(key) -> bool``: the collections to restore
+            (default all).
+        kwargs: TF's other keywords (``return_elements``, ...), accepted and unused, as TF's
+            `import_meta_graph` does.
 
     Returns:
         A `Saver` over the imported save and restore ops; a new `Saver` of the imported
@@ -34,7 +47,9 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     meta = meta_graph_or_file
     if not isinstance(meta, MetaGraphDef):
         meta = read_meta_graph_file(os.fspath(meta))
-    variables = import_graph_and_collections(meta, clear_devices, import_scope)
+    variables = import_graph_and_collections(
+        meta, clear_devices, import_scope, input_map, restore_collections_predicate
+    )
     if meta.saver_def is not None:
         prefix = f"{import_scope.rstrip('/')}/" if import_scope else ""
         d = meta.saver_def
