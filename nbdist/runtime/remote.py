@@ -22,12 +22,15 @@ from nbdist.graph.graph_def import graph_to_graph_def
 from nbdist.runtime import fetch_delivery, threads
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import DeviceStepStats
+from nbdist.runtime.device_attributes import cpu_of, incarnation_of
 from nbdist.runtime.net import in_process, transport, wire
 from nbdist.runtime.protocol import (
     CloseSessionRequest,
     CreateSessionRequest,
     CreateSessionResponse,
     ExtendSessionRequest,
+    Ping,
+    Pong,
     ResetRequest,
     RunStepRequest,
 )
@@ -70,6 +73,7 @@ class RemoteBackend:
         self._version = 0
         self._lock = threading.Lock()
         self._workers = {}  # task device -> address, of every task but the master's
+        self._cluster = ClusterSpec({})  # the master's cluster, as CreateSession told it
         self._master_name = "the master"  # named by its task once the master told the cluster
         # A server of this process at the target runs this session's kernels: its
         # intra_op_parallelism_threads applies to that task (another process's: ignored, as in TF).
@@ -100,7 +104,7 @@ class RemoteBackend:
             reply = self._call(request, timeout_s=max(60, bound_s or 0), connect_timeout_s=bound_s)
             reply = CreateSessionResponse.from_msg(reply)
             self._handle, self._version = reply.handle, version
-            cluster = ClusterSpec(reply.cluster or {})
+            cluster = self._cluster = ClusterSpec(reply.cluster or {})
             self._workers = {
                 Task(job, i).device: address
                 for job, i, address in cluster.iter_tasks()
@@ -142,6 +146,26 @@ class RemoteBackend:
         if tracing:
             _fill_metadata(run_metadata, meta)
         return values
+
+    def list_devices(self):
+        """The CPU of every task of the master's cluster, the master's first; each task's
+        incarnation is the one its ``Ping`` reports."""
+        with self._lock:
+            self._sync_graph()
+        tasks = sorted(self._cluster.iter_tasks(), key=lambda t: (t[2] != self.address, t[0], t[1]))
+        devices = []
+        for job, index, address in tasks:
+            task = Task(job, index)
+            channel = (
+                self._channel()
+                if address == self.address
+                else transport.channel_to(address, task.name, self._key)
+            )
+            pong = Pong.from_msg(
+                channel.call(Ping.TYPE, Ping().body(), timeout_s=self._timeout_s(None) or 60)
+            )
+            devices.append(cpu_of(task.device, incarnation_of(pong.incarnation)))
+        return devices
 
     def close(self):
         fetch_delivery.client_inbox().release(self)

@@ -22,6 +22,7 @@ from nbdist.runtime import (
     threads,
 )
 from nbdist.runtime.config import ConfigProto, DeviceStepStats, RunOptions
+from nbdist.runtime.device_attributes import cpu_of, new_incarnation
 from nbdist.runtime.executor import ExecutionPlan, StepContext
 from nbdist.runtime.fetches import FeedCache, FetchMapper, fetch_key, normalize_feeds
 
@@ -41,6 +42,7 @@ class _LocalBackend:
         self._step_id = 0
         self._running = set()  # StepContexts of steps in flight (close() cancels their waits)
         self.resources = ResourceManager(LOCAL_DEVICE)
+        self.incarnation = new_incarnation()  # of this session's CPU device (list_devices)
         # This process runs the session's kernels: BLAS gets the cores' share (`runtime.threads`).
         threads.claim_for_local_session(config)
         self._claimed = True
@@ -83,6 +85,9 @@ class _LocalBackend:
             stats.resource_events = self.resources.activity_between(began, time.perf_counter(), step_id)
             run_metadata.step_stats.dev_stats.append(stats)
         return values
+
+    def list_devices(self):
+        return [cpu_of(LOCAL_DEVICE.rpartition("/device:")[0], self.incarnation)]
 
     def close(self):
         # A step still waiting (a dequeue from a queue nobody feeds, in another thread) ends
@@ -169,6 +174,19 @@ class BaseSession:
             run_metadata,
         )
         return mapper.build(values)
+
+    def list_devices(self):
+        """The devices this session can run ops on (TF's ``_DeviceAttributes``: ``name``,
+        ``device_type``, ``memory_limit_bytes``, ``incarnation``): the local CPU, or the CPU of
+        every task of the target's cluster, the master's first.
+
+        Raises:
+            tf.errors.CancelledError: the session is closed (TF's).
+            tf.errors.UnavailableError: a task of the cluster cannot be reached.
+        """
+        if self._closed:
+            raise errors.CancelledError(None, None, "Session has been closed.")
+        return self._backend.list_devices()
 
     def _mapper(self, fetches):
         key = fetch_key(fetches)
