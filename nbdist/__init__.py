@@ -90,6 +90,7 @@ from nbdist.ops import space_batch_ops as _space_batch_ops
 from nbdist.ops import sparse_extra_ops as _sparse_extra_ops
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
+from nbdist.ops import sparse_serialize_ops as _sparse_serialize_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import special_math_ops as _special_math_ops
 from nbdist.ops import state_ops as _state_ops
@@ -174,6 +175,7 @@ _export_all(
     _example_parsing_ops,
     _sparse_tensor,
     _sparse_ops,
+    _sparse_serialize_ops,
     _sparse_math_ops,
     _reader_ops,
     _slice_ops,

@@ -25,6 +25,7 @@ from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
+from nbdist.ops.sparse_serialize_ops import deserialize_many_sparse, serialize_many_sparse, serialize_sparse
 from nbdist.ops.string_codec_ops import decode_base64, decode_compressed, encode_base64
 from nbdist.ops.tensor_proto_ops import parse_tensor, serialize_tensor
 from nbdist.platform import gfile as _gfile
@@ -78,6 +79,7 @@ __all__ = [
     "decode_png",
     "decode_raw",
     "decode_webp",
+    "deserialize_many_sparse",
     "encode_base64",
     "encode_jpeg",
     "encode_png",
@@ -89,6 +91,8 @@ __all__ = [
     "parse_single_example",
     "parse_tensor",
     "read_file",
+    "serialize_many_sparse",
+    "serialize_sparse",
     "serialize_tensor",
     "tf_record_iterator",
     "write_file",
