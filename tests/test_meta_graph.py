@@ -231,3 +231,21 @@ def test_import_meta_graph_with_input_map_and_collection_predicate_as_tensorflow
     np.testing.assert_array_equal(ours, X * 2)
     assert ours_kept == theirs_kept == ["x:0"]
     assert ours_dropped == theirs_dropped == []
+
+
+def test_a_scoped_model_with_its_saver_moves_to_another_scope_and_restores(tmp_path):
+    with tf.Graph().as_default():
+        with tf.name_scope("tower"):
+            v = tf.Variable([1.0, 2.0], name="v")
+            saver = tf.train.Saver([v])
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            sess.run(v.assign([5.0, 6.0]))
+            prefix = saver.save(sess, str(tmp_path / "m"), write_meta_graph=False)
+        meta = saver.export_meta_graph(export_scope="tower")
+    assert meta.saver_def.restore_op_name == "save/restore_all"
+    with tf.Graph().as_default():
+        restorer = tf.train.import_meta_graph(meta, import_scope="tower")
+        with tf.Session() as sess:
+            restorer.restore(sess, prefix)
+            np.testing.assert_array_equal(sess.run("tower/v:0"), [5.0, 6.0])

@@ -245,6 +245,11 @@ def export_meta_graph(
         "tensorflow_git_version": "",
     }
     info.update(meta_info_def or {})
+    if saver_def is not None and scope:  # its names without the scope, as TF writes them
+        fields = {f: getattr(saver_def, f) for f in SAVER_DEF_FIELDS}
+        for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            fields[f] = _strip_scope(fields[f], scope) if _in_scope(fields[f], scope) else fields[f]
+        saver_def = types.SimpleNamespace(**fields)
     meta = MetaGraphDef(info, graph_def, saver_def)
     for key in graph.get_all_collection_keys() if collection_list is None else collection_list:
         items = graph.get_collection(key)
