@@ -4,6 +4,8 @@ against real TensorFlow: each name spelled as a program spells it (``t.gather_nd
 libraries on the same inputs, values, dtypes and shapes compared; errors as TF's.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -188,6 +190,14 @@ RUN_ERRORS = {
         lambda t: t.tensor_scatter_nd_add(t.zeros([4, 2]), [[1], [4]], t.ones([2, 2])),
         r"indices\[1\] = \[4\] does not index into shape \[4,2\]",
     ),
+    "searchsorted": (
+        lambda t: t.searchsorted([[1, 2], [3, 4]], [[1]]),
+        "Leading dim_size of both tensors must match",
+    ),
+    "histogram_fixed_width": (
+        lambda t: t.histogram_fixed_width([1.0], [1.0, 0.0], 3),
+        r"value_range should satisfy value_range\[0\] < value_range\[1\], but got '\[1, 0\]'",
+    ),
     "scatter_nd_update": (
         lambda t: t.scatter_nd_update(t.Variable([1, 2]), [[2]], [3]),
         r"indices\[0\] = \[2\] does not index into shape \[2\]",
@@ -196,10 +206,9 @@ RUN_ERRORS = {
 
 
 @pytest.mark.parametrize("name", sorted(RUN_ERRORS))
-def test_out_of_range_indices_raise_invalid_argument_as_tensorflow(tf1, name):
+def test_bad_values_raise_invalid_argument_as_tensorflow(tf1, name):
     build, message = RUN_ERRORS[name]
-    assert "does not index into" in _run_error(tf1, build)
-    assert "does not index into" in _run_error(tf, build)
+    assert re.search(message, _run_error(tf1, build))
     with (
         tf.Graph().as_default(),
         tf.Session() as sess,
@@ -246,6 +255,11 @@ def test_integer_division_by_zero_raises_as_floor_div_does_in_tensorflow():
             r"Shapes \(3,\) and \(2,\)",
         ),
         (lambda t: t.sparse_matmul([[1.0]], t.constant([[1.0]], t.float64)), TypeError, "float32"),
+        (
+            lambda t: t.histogram_fixed_width([1.0], [0.0, 1.0], 0),
+            ValueError,
+            "nbins should be a positive number",
+        ),
         (lambda t: t.tensor_scatter_nd_update(t.zeros([3]), [[0]], [1.0, 2.0]), ValueError, "shape"),
     ],
 )

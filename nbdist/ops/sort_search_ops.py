@@ -300,7 +300,7 @@ def _histogram_kernel(ctx, node, values, value_range, nbins):
     low, high = value_range[0], value_range[1]
     if not low < high:
         raise invalid_argument(
-            node, f"value_range should satisfy value_range[0] < value_range[1], but got '[{low}, {high}]'"
+            node, f"value_range should satisfy value_range[0] < value_range[1], but got '[{low:g}, {high:g}]'"
         )
     step = (float(high) - float(low)) / nbins  # (TF's kernel: the offset in the values' dtype, then double)
     offsets = (np.maximum(values, low) - low).astype(np.float64)
@@ -314,12 +314,16 @@ registry.no_gradient("HistogramFixedWidth")
 def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
     """`tf.histogram_fixed_width`: counts of `values` in `nbins` equal bins over `value_range`
     (``[low, high]``; values below fall in the first bin, above in the last)."""
-    with name_scope(name or "histogram_fixed_width"):
+    with name_scope(name or "histogram_fixed_width") as scope:
         values = convert_to_tensor(values, name="values")
         value_range = convert_to_tensor(value_range, dtype=values.dtype, name="value_range")
         nbins = convert_to_tensor(nbins, dtype=_dtypes.int32, name="nbins")
+        known = get_static_value(nbins)
+        if known is not None and int(known) <= 0:
+            raise ValueError(f"nbins should be a positive number, but got '{int(known)}'")
         attrs = {"dtype": _dtypes.as_dtype(dtype)}
-        return registry.make_op("HistogramFixedWidth", [values, value_range, nbins], attrs).outputs[0]
+        inputs = [values, value_range, nbins]
+        return registry.make_op("HistogramFixedWidth", inputs, attrs, name=scope[:-1]).outputs[0]
 
 
 def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
