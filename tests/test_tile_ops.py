@@ -108,6 +108,7 @@ def test_values_match_tensorflow(tf1, name):
 def _static_shapes(lib):
     with lib.Graph().as_default():
         p = lib.placeholder(lib.float32, [None, 3])
+        r = lib.placeholder(lib.float32, [2, None, 4])
         return [
             lib.tile(p, [2, 2]).shape.as_list(),
             lib.tile(lib.constant(X), [2, 3]).shape.as_list(),
@@ -122,6 +123,13 @@ def _static_shapes(lib):
             [m.shape.as_list() for m in lib.meshgrid(lib.constant([1, 2, 3]), lib.constant([1, 2]))],
             lib.broadcast_static_shape(lib.TensorShape([None, 1, 3]), lib.TensorShape([4, 1])).as_list(),
             lib.broadcast_static_shape(lib.TensorShape([2, 1]), lib.TensorShape([None])).as_list(),
+            # shapes known in part while building (TF's constant_value_as_shape)
+            lib.broadcast_to(lib.constant([1.0, 2.0, 3.0]), lib.shape(p)).shape.as_list(),
+            lib.broadcast_to(lib.constant([[1.0], [2.0]]), lib.placeholder(lib.int32, [2])).shape.as_list(),
+            lib.broadcast_to(lib.constant(X), lib.stack([lib.shape(p)[0], 3])).shape.as_list(),
+            lib.broadcast_to(lib.constant(np.ones((5, 1))), lib.shape(r)[1:]).shape.as_list(),
+            lib.broadcast_to(lib.placeholder(lib.float32, [None, 4]), lib.shape(r)).shape.as_list(),
+            lib.tile(p, lib.shape(p)).shape.as_list(),
         ]
 
 

@@ -7,6 +7,8 @@ Each op's shape function, kernel and gradient sit together; the built names' gra
 those of the ops they are made of, as in TF.
 """
 
+import builtins
+
 import numpy as np
 
 from nbdist.graph import dtypes as _dtypes
@@ -59,17 +61,17 @@ def _tile_shape(inputs, attrs):
     x, multiples_t = inputs
     if multiples_t.shape.ndims not in (None, 1):
         raise ValueError(f"tf.tile: multiples must be a 1-D tensor, got shape {multiples_t.shape}")
-    multiples = get_static_value(multiples_t)
+    multiples = _partial_shape(multiples_t)
     ndims = x.shape.ndims if x.shape.ndims is not None else static_length(multiples_t)
     if multiples is None or x.shape.ndims is None:
         return unknown_dims(x.dtype, ndims)
-    multiples = _ints(multiples)
     if len(multiples) != x.shape.ndims:
         raise ValueError(
             f"tf.tile: multiples {multiples} needs one entry per dimension of {x.name} "
             f"(shape {x.shape}, rank {x.shape.ndims}), got {len(multiples)}"
         )
-    return [(x.dtype, TensorShape([None if d is None else d * m for d, m in zip(x.shape, multiples)]))]
+    dims = [None if d is None or m is None else d * m for d, m in zip(x.shape, multiples)]
+    return [(x.dtype, TensorShape(dims))]
 
 
 @registry.kernel("Tile")
@@ -127,14 +129,45 @@ def _broadcast_into(x_dims, target, where):
     return out
 
 
+def _partial_shape(shape_t):
+    """The dims a 1-D shape tensor is known to hold while building (None where unknown), as
+    TF's ``constant_value_as_shape``: a constant, ``tf.shape(t)`` (t's static shape), or a
+    stack of scalars; None when not even its length is known."""
+    value = get_static_value(shape_t)
+    if value is not None:
+        return _ints(value)
+    op = shape_t.op
+    if op.type == "Shape" and op.inputs[0].shape.ndims is not None:
+        return op.inputs[0].shape.as_list()
+    if op.type == "Pack" and op.get_attr("axis") == 0 and all(t.shape.ndims == 0 for t in op.inputs):
+        return [None if (v := get_static_value(t)) is None else int(v) for t in op.inputs]
+    if op.type == "StridedSlice" and (whole := _partial_shape(op.inputs[0])) is not None:
+        cut = _one_slice(op)
+        if cut is not None:
+            return whole[cut]
+    n = static_length(shape_t)
+    return None if n is None else [None] * n
+
+
+def _one_slice(op):
+    """The Python slice a StridedSlice op of a 1-D tensor takes (None if not one plain slice)."""
+    if any(op.get_attr(m) for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")):
+        return None
+    begin, end, strides = (get_static_value(t) for t in op.inputs[1:])
+    if begin is None or end is None or strides is None or np.size(begin) != 1:
+        return None
+    start = None if op.get_attr("begin_mask") & 1 else int(np.ravel(begin)[0])
+    stop = None if op.get_attr("end_mask") & 1 else int(np.ravel(end)[0])
+    return builtins.slice(start, stop, int(np.ravel(strides)[0]))  # (slice is tf.slice here)
+
+
 @registry.shape("BroadcastTo")
 def _broadcast_to_shape(inputs, attrs):
     x, shape_t = inputs
-    target = get_static_value(shape_t)
+    target = _partial_shape(shape_t)
     if target is None:
-        return unknown_dims(x.dtype, static_length(shape_t))
-    target = _ints(target)
-    if any(d < 0 for d in target):
+        return [(x.dtype, TensorShape(None))]
+    if any(d is not None and d < 0 for d in target):
         raise ValueError(f"tf.broadcast_to: shape {target} has a negative dimension")
     if x.shape.ndims is None:
         return [(x.dtype, TensorShape(target))]
