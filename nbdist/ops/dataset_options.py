@@ -35,14 +35,14 @@ class _OptionsRecord:
     _PROPERTIES = {}  # name: (type or a record class, docstring)
 
     def __init__(self):
-        object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_option_values", {})
 
     def __getattr__(self, name):
         properties = type(self)._PROPERTIES
         if name not in properties:
             raise AttributeError(f"{type(self).__name__} has no property {name!r}")
         kind = properties[name][0]
-        values = self.__dict__["_values"]
+        values = self.__dict__["_option_values"]
         if name not in values and isinstance(kind, type) and issubclass(kind, _OptionsRecord):
             values[name] = kind()  # nested records exist from the start, as TF's
         return values.get(name)
@@ -54,7 +54,7 @@ class _OptionsRecord:
         kind = properties[name][0]
         if value is not None and kind is not None and not isinstance(value, kind):
             raise TypeError(f'Property "{name}" must be of type {kind}, got: {value!r} (type: {type(value)})')
-        self._values[name] = value
+        self._option_values[name] = value
 
     def __eq__(self, other):
         return type(self) is type(other) and self._set() == other._set()
@@ -65,7 +65,7 @@ class _OptionsRecord:
     def _set(self):
         """The properties set, nested records by their own set properties."""
         out = {}
-        for name, value in self._values.items():
+        for name, value in self._option_values.items():
             value = value._set() if isinstance(value, _OptionsRecord) else value
             if value not in (None, {}):
                 out[name] = value
@@ -74,11 +74,11 @@ class _OptionsRecord:
     def merge(self, options):
         """A new record: this one's values, then `options`' set values over them."""
         merged = copy.deepcopy(self)
-        for name, value in options._values.items():
+        for name, value in options._option_values.items():
             if isinstance(value, _OptionsRecord):
-                merged._values[name] = getattr(merged, name).merge(value)
+                merged._option_values[name] = getattr(merged, name).merge(value)
             elif value is not None:
-                merged._values[name] = value
+                merged._option_values[name] = value
         return merged
 
     def __repr__(self):

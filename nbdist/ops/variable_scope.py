@@ -68,6 +68,11 @@ def _var_store(graph=None):
     return _singleton(graph or get_default_graph(), _STORE_KEY, VariableStore)
 
 
+def variable_store(graph=None):
+    """The `get_variable` store of `graph` (the default graph's): its variables by full name."""
+    return _var_store(graph)
+
+
 def _scope_store(graph=None):
     return _singleton(graph or get_default_graph(), _SCOPE_KEY, _ScopeStore)
 

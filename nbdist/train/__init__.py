@@ -103,6 +103,7 @@ from nbdist.train.training_util import (
     get_or_create_global_step,
     global_step,
 )
+from nbdist.train.warm_starting import VocabInfo, init_from_checkpoint, warm_start
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -162,6 +163,7 @@ __all__ = [
     "SummarySaverHook",
     "Supervisor",
     "SyncReplicasOptimizer",
+    "VocabInfo",
     "WorkerSessionCreator",
     "add_queue_runner",
     "assert_global_step",
@@ -182,6 +184,7 @@ __all__ = [
     "get_or_create_global_step",
     "global_step",
     "import_meta_graph",
+    "init_from_checkpoint",
     "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
@@ -210,6 +213,7 @@ __all__ = [
     "string_input_producer",
     "summary_iterator",
     "update_checkpoint_state",
+    "warm_start",
     "write_graph",
 ]
 

@@ -41,6 +41,11 @@ class CheckpointReader:
             raise errors.DataLossError(None, None, str(e)) from None
         self._entries = self._index["tensors"]
 
+    @property
+    def prefix(self):
+        """The checkpoint's path prefix (nbdist's: `init_from_checkpoint` restores from it)."""
+        return self._prefix
+
     def has_tensor(self, tensor_str):
         return tensor_str in self._entries
 
