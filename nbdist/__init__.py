@@ -61,6 +61,7 @@ from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import complex_ops as _complex_ops
 from nbdist.ops import cond_ops as _cond_ops
 from nbdist.ops import control_flow_ops as _control_flow_ops
+from nbdist.ops import conv_generic_ops as _conv_generic_ops
 from nbdist.ops import custom_gradient_ops as _custom_gradient_ops
 from nbdist.ops import einsum_ops as _einsum_ops
 from nbdist.ops import example_parsing_ops as _example_parsing_ops
@@ -193,6 +194,7 @@ _export_all(
     _patches_ops,
     _special_math_ops,
     _fft_ops,
+    _conv_generic_ops,
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above

@@ -29,6 +29,7 @@ from nbdist.ops.conv_ops import (
 from nbdist.ops.conv_ops import (
     depthwise_conv2d_native_backprop_input as depthwise_conv2d_backprop_input,
 )
+from nbdist.ops.conv_transpose_ops import atrous_conv2d_transpose, conv1d_transpose, conv_transpose
 from nbdist.ops.ctc_ops import (
     collapse_repeated,
     ctc_beam_search_decoder,
@@ -172,6 +173,9 @@ __all__ += ["ctc_greedy_decoder", "ctc_loss", "ctc_loss_v2", "ctc_unique_labels"
 
 # Issue 32: the space-to-batch forms (dilated ops as TF builds them).
 __all__ += ["space_to_batch", "with_space_to_batch"]
+
+# Issue 32: the other transposed convolutions.
+__all__ += ["atrous_conv2d_transpose", "conv1d_transpose", "conv_transpose"]
 
 
 def __getattr__(name):
