@@ -82,6 +82,7 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import scan_ops as _scan_ops
+from nbdist.ops import script_ops as _script_ops
 from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
@@ -154,6 +155,7 @@ _export_all(
     _check_ops,
     _logging_ops,
     _custom_gradient_ops,
+    _script_ops,
     _cond_ops,
     _while_ops,
     _state_ops,

@@ -58,6 +58,7 @@ class OpDef:
         "creates",
         "ready",
         "takes_dead",
+        "runs_here",
     )
 
     def __init__(self, op_type):
@@ -74,6 +75,7 @@ class OpDef:
         self.parks = False
         self.ready = None  # ready(ctx, node, *args) -> None when the kernel can run, else what it awaits
         self.takes_dead = False  # the kernel sees dead inputs (`nbdist.ops.deadness`): Merge, _Send
+        self.runs_here = None  # runs_here(node) raises when this process cannot run the node
 
 
 _REGISTRY = {}
@@ -232,6 +234,18 @@ def ready(op_type):
         if not d.blocking:
             raise ValueError(f"op type {op_type!r} has a ready function but is not declared blocking=True")
         d.ready = fn
+        return fn
+
+    return register
+
+
+def runs_here(op_type):
+    """Registers ``fn(node)``, which raises when this process cannot run `node` (a py_func,
+    whose Python function lives only in the process that built the graph). Every plan
+    compiles with it: a session's first run, a worker's ``RegisterGraph``."""
+
+    def register(fn):
+        op_def(op_type).runs_here = fn
         return fn
 
     return register

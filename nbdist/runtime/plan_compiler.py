@@ -104,6 +104,8 @@ def compile_steps(order, by_name, feeds):
                 f"no kernel for op type {node.op!r} (node {node.name!r} on "
                 f"{node.device or 'the local device'}); see docs/api.md for the supported ops",
             )
+        if d.runs_here is not None:  # (a py_func refuses another process than its own)
+            d.runs_here(node)
         refs = {pos: (src, kind) for pos, src, kind in registry.ref_inputs(node)}
         inputs, watch = [], ()
         for pos, inp in enumerate(node.data_inputs):
