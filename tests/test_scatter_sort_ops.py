@@ -25,6 +25,18 @@ PARITY = {
     "gather_nd_rows": lambda t: t.gather_nd(t.constant(CUBE), [[[1], [0]], [[0], [1]]]),
     "gather_nd_whole": lambda t: t.gather_nd(t.constant(INTS), np.zeros((2, 0), np.int32)),
     "gather_nd_empty": lambda t: t.gather_nd(t.constant(X), np.zeros((0, 2), np.int64)),
+    "gather_nd_batch_dims": lambda t: t.gather_nd(t.constant(CUBE), [[[1], [0]], [[2], [2]]], batch_dims=1),
+    "gather_nd_batch_dims_2": lambda t: t.gather_nd(
+        t.constant(CUBE), [[[1], [0], [3]], [[2], [2], [0]]], batch_dims=2
+    ),
+    "gather_nd_batch_dims_full": lambda t: t.gather_nd(t.constant(CUBE), [[1, 0], [2, 3]], batch_dims=1),
+    "gather_nd_ignore": lambda t: t.gather_nd(
+        t.constant(X), [[0, 4], [1, 1], [-1, 0]], bad_indices_policy="IGNORE"
+    ),
+    "scatter_nd_ignore": lambda t: t.scatter_nd([[5], [1]], [1.0, 2.0], [4], bad_indices_policy="IGNORE"),
+    "tensor_scatter_nd_add_ignore": lambda t: t.tensor_scatter_nd_add(
+        t.ones([3]), [[5], [1]], [1.0, 2.0], bad_indices_policy="IGNORE"
+    ),
     "scatter_nd": lambda t: t.scatter_nd([[1], [3], [1]], t.constant([1.0, 2.0, 3.0]), [5]),
     "scatter_nd_rows": lambda t: t.scatter_nd([[0, 2], [1, 0]], t.constant(X[:2]), [2, 3, 4]),
     "scatter_nd_int": lambda t: t.scatter_nd(
@@ -78,7 +90,7 @@ PARITY = {
         t.constant(X, t.float32), [-1.0, 1.0], nbins=5
     ),
     "arg_max": lambda t: t.arg_max(t.constant(X), 1),
-    "arg_min": lambda t: t.arg_min(t.constant(INTS), 0, output_type=t.int32),
+    "arg_min": lambda t: t.arg_min(t.constant(INTS), 0, t.int32),
     # division
     "div_int": lambda t: t.div(NUM, DEN),
     "div_float": lambda t: t.div(t.constant(X), 2.0),
@@ -294,8 +306,10 @@ def test_sort_of_a_tensor_of_unknown_rank_matches_tensorflow(tf1):
 def test_gradients_of_indexing_and_sorting_match_tensorflow(tf1):
     def build(t):
         x = t.constant(X)
-        y = t.gather_nd(x, [[0, 1], [2, 3], [0, 1]]) * [1.0, 2.0, 3.0]
-        y = t.reduce_sum(y) + t.reduce_sum(t.sort(x, axis=0) * X)
+        y = t.reduce_sum(t.gather_nd(x, [[0, 9], [2, 3]], bad_indices_policy="IGNORE") * [5.0, 7.0])
+        y += t.reduce_sum(t.gather_nd(t.reshape(x, [3, 2, 2]), [[[1], [0]]] * 3, batch_dims=1) * 0.5)
+        y += t.reduce_sum(t.gather_nd(x, [[0, 1], [2, 3], [0, 1]]) * [1.0, 2.0, 3.0])
+        y += t.reduce_sum(t.sort(x, axis=0) * X)
         y += t.reduce_sum(t.boolean_mask(x, [True, False, True]) ** 2)
         y += t.reduce_sum(t.where_v2(x > 0, x, [[0.5], [1.0], [2.0]]) * X)
         y += t.reduce_sum(t.tensor_scatter_nd_max(x, [[1, 1], [0, 0]], [0.3, 5.0]) * X)

@@ -14,7 +14,7 @@ from nbdist.graph.graph import name_scope
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
 from nbdist.ops._shapes import int_tensor, invalid_argument
-from nbdist.ops.concat_slice_ops import concat
+from nbdist.ops.concat_slice_ops import concat, stack
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.reduction_ops import gather, reduce_prod
 from nbdist.ops.reshape_ops import reshape
@@ -26,7 +26,8 @@ __all__ += ["tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_up
 
 
 def _rows(node, indices, shape_, what):
-    """`indices` ``[..., K]`` as row numbers of `shape_` with its first K axes flattened.
+    """`indices` ``[..., K]`` as row numbers of `shape_` with its first K axes flattened, and
+    the mask of the valid ones (all, unless the node's ``bad_indices_policy`` is ``"IGNORE"``).
 
     Raises:
         InvalidArgumentError: an index outside `shape_` (naming it, as TF).
@@ -39,8 +40,11 @@ def _rows(node, indices, shape_, what):
         )
     flat = indices.reshape(int(np.prod(indices.shape[:-1])), k).astype(np.int64)
     outer = np.asarray(shape_[:k], dtype=np.int64)
-    bad = np.flatnonzero(np.any((flat < 0) | (flat >= outer), axis=1))
-    if bad.size:
+    invalid = np.any((flat < 0) | (flat >= outer), axis=1)
+    bad = np.flatnonzero(invalid)
+    if bad.size and node.attr.get("bad_indices_policy") == "IGNORE":
+        flat = np.where(invalid[:, None], 0, flat)
+    elif bad.size:
         i = int(bad[0])
         coords = ", ".join(str(int(c)) for c in flat[i])
         if (
@@ -49,9 +53,29 @@ def _rows(node, indices, shape_, what):
             i = ",".join(str(int(w)) for w in np.unravel_index(i, indices.shape[:-1]))
         dims = ",".join(str(d) for d in shape_)
         raise invalid_argument(node, f"indices[{i}] = [{coords}] does not index into {what} [{dims}]")
+    valid = ~invalid
     if k == 0:
-        return np.zeros(len(flat), dtype=np.int64), 1
-    return np.ravel_multi_index(tuple(flat.T), tuple(shape_[:k])), int(np.prod(shape_[:k]))
+        return np.zeros(len(flat), dtype=np.int64), 1, valid
+    return np.ravel_multi_index(tuple(flat.T), tuple(shape_[:k])), int(np.prod(shape_[:k])), valid
+
+
+_POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")
+
+
+def _policy_of(op):
+    """The ``bad_indices_policy`` of an op (``""`` for one imported without it)."""
+    try:
+        return op.get_attr("bad_indices_policy")
+    except (KeyError, ValueError):
+        return ""
+
+
+def _policy(bad_indices_policy, what):
+    if bad_indices_policy not in _POLICIES:
+        raise ValueError(
+            f"{what}: bad_indices_policy must be one of {list(_POLICIES)}, got {bad_indices_policy!r}"
+        )
+    return {"bad_indices_policy": bad_indices_policy}
 
 
 def _slice_dims(indices_shape, target_shape):
@@ -76,32 +100,56 @@ def _gather_nd_shape(inputs, attrs):
 @registry.kernel("GatherNd")
 def _gather_nd_kernel(ctx, node, params, indices):
     params, indices = np.asarray(params), np.asarray(indices)
-    rows, n = _rows(node, indices, params.shape, "param shape")
+    rows, n, valid = _rows(node, indices, params.shape, "param shape")
     k = indices.shape[-1]
     flat = params.reshape((n, *params.shape[k:]))
-    return flat[rows].reshape(indices.shape[:-1] + params.shape[k:])
+    out = flat[rows]
+    out[~valid] = 0  # (ignored bad indices read zeros, as TF's)
+    return out.reshape(indices.shape[:-1] + params.shape[k:])
 
 
 @registry.gradient("GatherNd")
 def _gather_nd_grad(op, grad):
     params, indices = op.inputs
-    return [scatter_nd(indices, grad, shape(params, out_type=indices.dtype)), None]
+    dense_shape = shape(params, out_type=indices.dtype)
+    return [scatter_nd(indices, grad, dense_shape, bad_indices_policy=_policy_of(op)), None]
 
 
-def gather_nd(params, indices, name=None, batch_dims=0):
+def gather_nd(params, indices, name=None, batch_dims=0, bad_indices_policy=""):
     """`tf.gather_nd`: the slices ``params[indices[..., :]]``: shape
-    ``indices.shape[:-1] + params.shape[indices.shape[-1]:]``.
+    ``indices.shape[:-1] + params.shape[indices.shape[-1]:]``; with `batch_dims` ``b``, the
+    first ``b`` axes of both are batch axes (each batch indexes its own slice of `params`).
 
     Raises:
-        ValueError: ``batch_dims != 0`` (not supported by nbdist), or an index depth above
-            the rank of `params`.
-        InvalidArgumentError (when run): an index outside `params`.
+        ValueError: a negative `batch_dims`, or one with `indices` of unknown rank, an index
+            depth above the rank of `params`, or an unknown `bad_indices_policy`.
+        InvalidArgumentError (when run): an index outside `params` (unless the policy is
+            ``"IGNORE"``: its slice is zeros).
     """
-    if batch_dims != 0:
-        raise ValueError(f"tf.gather_nd: nbdist supports batch_dims=0 only, got {batch_dims!r}")
+    attrs = _policy(bad_indices_policy, "tf.gather_nd")
     params = convert_to_tensor(params, name="params")
-    inputs = [params, int_tensor(indices, "tf.gather_nd: indices", name="indices")]
-    return registry.make_op("GatherNd", inputs, name=name).outputs[0]
+    indices = int_tensor(indices, "tf.gather_nd: indices", name="indices")
+    if batch_dims:
+        indices = _with_batch_coordinates(indices, int(batch_dims))
+    return registry.make_op("GatherNd", [params, indices], attrs, name=name).outputs[0]
+
+
+def _with_batch_coordinates(indices, batch_dims):
+    """`indices` with the coordinates of its first `batch_dims` axes prepended to each index."""
+    ndims = indices.shape.ndims
+    if batch_dims < 0 or ndims is None or batch_dims >= ndims:
+        raise ValueError(
+            f"tf.gather_nd: batch_dims must be in [0, rank(indices) - 1), got {batch_dims} "
+            f"for indices of shape {indices.shape}"
+        )
+    dims = shape(indices, out_type=indices.dtype)
+    prefix = math_ops.zeros_like(indices[..., 0])
+    columns = []
+    for axis in range(batch_dims):
+        view = [1] * (ndims - 1)
+        view[axis] = -1
+        columns.append(prefix + reshape(math_ops.range(dims[axis], dtype=indices.dtype), view))
+    return concat([stack(columns, axis=-1), indices], -1)
 
 
 # -- ScatterNd ---------------------------------------------------------------------------------------
@@ -131,7 +179,7 @@ def _scatter_nd_shape(inputs, attrs):
 def _scatter_into(node, out, indices, updates, update):
     indices, updates = np.asarray(indices), np.asarray(updates, dtype=out.dtype)
     k = indices.shape[-1]
-    rows, n = _rows(node, indices, out.shape, "shape")
+    rows, n, valid = _rows(node, indices, out.shape, "shape")
     inner = out.shape[k:]
     if updates.shape != indices.shape[:-1] + inner:
         raise invalid_argument(
@@ -140,7 +188,7 @@ def _scatter_into(node, out, indices, updates, update):
             f"into shape {list(out.shape)}: expected {list(indices.shape[:-1] + inner)}",
         )
     flat = out.reshape((n, *inner))
-    update(flat, rows, updates.reshape((len(rows), *inner)))
+    update(flat, rows[valid], updates.reshape((len(rows), *inner))[valid])  # (ignored bad indices skipped)
     return flat.reshape(out.shape)
 
 
@@ -152,20 +200,22 @@ def _scatter_nd_kernel(ctx, node, indices, updates, shape_):
 
 @registry.gradient("ScatterNd")
 def _scatter_nd_grad(op, grad):
-    return [None, gather_nd(grad, op.inputs[0]), None]
+    return [None, gather_nd(grad, op.inputs[0], bad_indices_policy=_policy_of(op)), None]
 
 
-def scatter_nd(indices, updates, shape, name=None):
+def scatter_nd(indices, updates, shape, bad_indices_policy="", name=None):
     """`tf.scatter_nd`: zeros of `shape` with `updates` added at `indices` (duplicates add up).
 
     Raises:
         ValueError: `updates` whose static shape is not ``indices.shape[:-1] + shape[K:]``.
-        InvalidArgumentError (when run): an index outside `shape`.
+        InvalidArgumentError (when run): an index outside `shape` (skipped with
+            ``bad_indices_policy="IGNORE"``).
     """
+    attrs = _policy(bad_indices_policy, "tf.scatter_nd")
     indices = int_tensor(indices, "tf.scatter_nd: indices", name="indices")
     updates = convert_to_tensor(updates, name="updates")
     shape_t = convert_to_tensor(shape, dtype=indices.dtype, name="shape")
-    return registry.make_op("ScatterNd", [indices, updates, shape_t], name=name).outputs[0]
+    return registry.make_op("ScatterNd", [indices, updates, shape_t], attrs, name=name).outputs[0]
 
 
 # -- TensorScatterUpdate / Add / Sub / Max / Min -----------------------------------------------------
@@ -207,12 +257,12 @@ def _tensor_scatter_update_grad(op, grad):
 
 @registry.gradient("TensorScatterAdd")
 def _tensor_scatter_add_grad(op, grad):
-    return [grad, None, gather_nd(grad, op.inputs[1])]
+    return [grad, None, gather_nd(grad, op.inputs[1], bad_indices_policy=_policy_of(op))]
 
 
 @registry.gradient("TensorScatterSub")
 def _tensor_scatter_sub_grad(op, grad):
-    return [grad, None, math_ops.negative(gather_nd(grad, op.inputs[1]))]
+    return [grad, None, math_ops.negative(gather_nd(grad, op.inputs[1], bad_indices_policy=_policy_of(op)))]
 
 
 def _tensor_scatter_min_max_grad(op, grad):
@@ -220,11 +270,16 @@ def _tensor_scatter_min_max_grad(op, grad):
     x, indices, y = op.inputs
     output = op.outputs[0]
     x_indicators = math_ops.cast(math_ops.equal(x, output), grad.dtype)
-    y_indicators = math_ops.cast(math_ops.equal(y, gather_nd(output, indices)), grad.dtype)
-    ys_indicators = scatter_nd(indices, y_indicators, shape(x, out_type=indices.dtype))
+    policy = _policy_of(op)
+    y_indicators = math_ops.cast(
+        math_ops.equal(y, gather_nd(output, indices, bad_indices_policy=policy)), grad.dtype
+    )
+    ys_indicators = scatter_nd(
+        indices, y_indicators, shape(x, out_type=indices.dtype), bad_indices_policy=policy
+    )
     indicators = x_indicators + ys_indicators
     x_grad = grad * x_indicators / indicators
-    y_grad = gather_nd(grad / indicators, indices) * y_indicators
+    y_grad = gather_nd(grad / indicators, indices, bad_indices_policy=policy) * y_indicators
     return [x_grad, None, y_grad]
 
 
@@ -232,11 +287,12 @@ registry.gradient("TensorScatterMax")(_tensor_scatter_min_max_grad)
 registry.gradient("TensorScatterMin")(_tensor_scatter_min_max_grad)
 
 
-def _tensor_scatter(op_type, tensor, indices, updates, name):
+def _tensor_scatter(op_type, tensor, indices, updates, name, bad_indices_policy=""):
+    attrs = _policy(bad_indices_policy, f"tf.{op_type}")
     tensor = convert_to_tensor(tensor, name="tensor")
     indices = int_tensor(indices, f"tf.{op_type}: indices", name="indices")
     updates = convert_to_tensor(updates, dtype=tensor.dtype, name="updates")
-    return registry.make_op(op_type, [tensor, indices, updates], name=name).outputs[0]
+    return registry.make_op(op_type, [tensor, indices, updates], attrs, name=name).outputs[0]
 
 
 def tensor_scatter_nd_update(tensor, indices, updates, name=None):
@@ -250,26 +306,26 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
-def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+def tensor_scatter_nd_add(tensor, indices, updates, bad_indices_policy="", name=None):
     """`tf.tensor_scatter_nd_add`: a copy of `tensor` with `updates` added at `indices`."""
-    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
+    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name, bad_indices_policy)
 
 
-def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+def tensor_scatter_nd_sub(tensor, indices, updates, bad_indices_policy="", name=None):
     """`tf.tensor_scatter_nd_sub`: a copy of `tensor` with `updates` subtracted at `indices`."""
-    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)
+    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name, bad_indices_policy)
 
 
-def tensor_scatter_nd_max(tensor, indices, updates, name=None):
+def tensor_scatter_nd_max(tensor, indices, updates, bad_indices_policy="", name=None):
     """`tf.tensor_scatter_nd_max`: a copy of `tensor`, each slice at `indices` the maximum of it
     and the updates."""
-    return _tensor_scatter("TensorScatterMax", tensor, indices, updates, name)
+    return _tensor_scatter("TensorScatterMax", tensor, indices, updates, name, bad_indices_policy)
 
 
-def tensor_scatter_nd_min(tensor, indices, updates, name=None):
+def tensor_scatter_nd_min(tensor, indices, updates, bad_indices_policy="", name=None):
     """`tf.tensor_scatter_nd_min`: a copy of `tensor`, each slice at `indices` the minimum of it
     and the updates."""
-    return _tensor_scatter("TensorScatterMin", tensor, indices, updates, name)
+    return _tensor_scatter("TensorScatterMin", tensor, indices, updates, name, bad_indices_policy)
 
 
 tensor_scatter_update = tensor_scatter_nd_update  # (TF 1.x's earlier names of the same functions)

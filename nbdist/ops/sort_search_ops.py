@@ -344,14 +344,14 @@ def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=_dtypes.int
 
 
 # -- arg_max, arg_min (TF 1.x's raw-op names) ----------------------------------------------------------
-def arg_max(input, dimension, name=None, output_type=_dtypes.int64):  # noqa: A002 - TF's argument name
+def arg_max(input, dimension, output_type=_dtypes.int64, name=None):  # noqa: A002 - TF's argument name
     """`tf.arg_max`: `tf.argmax` with a required `dimension` (TF's deprecated raw-op name)."""
     if isinstance(dimension, Tensor) and not dimension.dtype.is_integer:
         raise TypeError(f"tf.arg_max: dimension must be int32 or int64, got {dimension.dtype.name}")
     return reduction_ops.argmax(input, dimension=dimension, name=name, output_type=output_type)
 
 
-def arg_min(input, dimension, name=None, output_type=_dtypes.int64):  # noqa: A002 - TF's argument name
+def arg_min(input, dimension, output_type=_dtypes.int64, name=None):  # noqa: A002 - TF's argument name
     """`tf.arg_min`: `tf.argmin` with a required `dimension` (TF's deprecated raw-op name)."""
     if isinstance(dimension, Tensor) and not dimension.dtype.is_integer:
         raise TypeError(f"tf.arg_min: dimension must be int32 or int64, got {dimension.dtype.name}")
