@@ -86,6 +86,7 @@ from nbdist.ops import script_ops as _script_ops
 from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
+from nbdist.ops import sequence_example_ops as _sequence_example_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sort_search_ops as _sort_search_ops
 from nbdist.ops import space_batch_ops as _space_batch_ops
@@ -176,6 +177,7 @@ _export_all(
     _einsum_ops,
     _parsing_ops,
     _example_parsing_ops,
+    _sequence_example_ops,
     _sparse_tensor,
     _sparse_ops,
     _sparse_serialize_ops,

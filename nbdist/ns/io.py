@@ -25,6 +25,11 @@ from nbdist.ops.parsing_ops import decode_csv
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
+from nbdist.ops.sequence_example_ops import (
+    decode_json_example,
+    parse_sequence_example,
+    parse_single_sequence_example,
+)
 from nbdist.ops.sparse_serialize_ops import deserialize_many_sparse, serialize_many_sparse, serialize_sparse
 from nbdist.ops.string_codec_ops import decode_base64, decode_compressed, encode_base64
 from nbdist.ops.tensor_proto_ops import parse_tensor, serialize_tensor
@@ -75,6 +80,7 @@ __all__ = [
     "decode_csv",
     "decode_gif",
     "decode_image",
+    "decode_json_example",
     "decode_jpeg",
     "decode_png",
     "decode_raw",
@@ -88,7 +94,9 @@ __all__ = [
     "match_filenames_once",
     "matching_files",
     "parse_example",
+    "parse_sequence_example",
     "parse_single_example",
+    "parse_single_sequence_example",
     "parse_tensor",
     "read_file",
     "serialize_many_sparse",
