@@ -92,5 +92,5 @@ def test_global_step_reads_the_value_as_an_int():
 
 
 def test_unsupported_train_names_say_so():
-    with pytest.raises(AttributeError, match=r"tf\.train\.AdagradDAOptimizer is not supported by nbdist yet"):
-        _ = tf.train.AdagradDAOptimizer
+    with pytest.raises(AttributeError, match=r"tf\.train\.sdca_optimizer is not supported by nbdist yet"):
+        _ = tf.train.sdca_optimizer

@@ -1,5 +1,6 @@
 """More of the optimizers' update ops: `ApplyAdadelta`, `ApplyFtrl` / `ApplyFtrlV2`,
-`ApplyProximalGradientDescent` and `ApplyProximalAdagrad`, each with TF 1.x's formula.
+`ApplyProximalGradientDescent`, `ApplyProximalAdagrad` and `ApplyAdagradDA`, each with TF 1.x's
+formula.
 
 As in `training_ops`: the variable and its slots are *ref inputs* (the kernel gets the
 `VariableResource`s), hyper-parameters and the gradient are value inputs of the variable's
@@ -65,6 +66,16 @@ _SIGNATURES = {
         ("l2", "scalar"),
         ("grad", "like"),
     ),
+    "ApplyAdagradDA": (
+        ("var", "ref"),
+        ("gradient_accumulator", "ref"),
+        ("gradient_squared_accumulator", "ref"),
+        ("grad", "like"),
+        ("lr", "scalar"),
+        ("l1", "scalar"),
+        ("l2", "scalar"),
+        ("global_step", "step"),
+    ),
 }
 
 
@@ -74,6 +85,12 @@ def _apply_shape(op_type):
     def shape_fn(inputs, attrs):
         var = inputs[0]
         for (arg, kind), t in zip(signature, inputs):
+            if kind == "step":  # an int64 scalar whatever the variable's dtype
+                if t.dtype.name != "int64" or t.shape.ndims not in (None, 0):
+                    raise TypeError(
+                        f"{op_type}: {arg!r} must be an int64 scalar, got {t.name} ({t.dtype.name})"
+                    )
+                continue
             if t.dtype != var.dtype:
                 raise TypeError(
                     f"{op_type}: input {arg!r} ({t.name}) has dtype {t.dtype.name}, but the variable "
@@ -199,6 +216,17 @@ def _apply_proximal_adagrad_kernel(ctx, node, var, accum, lr, l1, l2, grad):
     return new_w
 
 
+@registry.kernel("ApplyAdagradDA")
+def _apply_adagrad_da_kernel(ctx, node, var, g_acc, gg_acc, grad, lr, l1, l2, global_step):
+    with _locked(node, (var, g_acc, gg_acc)):
+        w, g, gg, grad = _values(node, var, g_acc, gg_acc, grad)
+        g, gg = _as(w, g + grad), _as(w, gg + np.square(grad))
+        shrunk = np.sign(g) * np.maximum(np.abs(g) - global_step * l1, 0) if l1 > 0 else g
+        g_acc.value, gg_acc.value = g, gg
+        var.value = new_w = _as(w, -lr * shrunk / (l2 * global_step * lr + np.sqrt(gg)))
+    return new_w
+
+
 # -- constructors ---------------------------------------------------------------------------------
 def _apply(op_type, refs, values, use_locking, name):
     """Creates `op_type` colocated with the variable (``refs[0]``); returns its output."""
@@ -210,7 +238,10 @@ def _apply(op_type, refs, values, use_locking, name):
             raise TypeError(f"{op_type} updates a tf.Variable, got {r!r}")
         resolved.append(r)
     with resolved[0].graph.colocate_with(resolved[0].op):
-        values = [convert_to_tensor(v, preferred_dtype=resolved[0].dtype) for v in values]
+        values = [
+            v if isinstance(v, Tensor) else convert_to_tensor(v, preferred_dtype=resolved[0].dtype)
+            for v in values
+        ]
         op = registry.make_op(op_type, resolved + values, {"use_locking": bool(use_locking)}, name=name)
         return op.outputs[0]
 
@@ -286,3 +317,32 @@ def apply_proximal_adagrad(var, accum, lr, l1, l2, grad, use_locking=False, name
         TypeError, ValueError: as `apply_adadelta`.
     """
     return _apply("ApplyProximalAdagrad", [var, accum], [lr, l1, l2, grad], use_locking, name)
+
+
+def apply_adagrad_da(
+    var,
+    gradient_accumulator,
+    gradient_squared_accumulator,
+    grad,
+    lr,
+    l1,
+    l2,
+    global_step,
+    use_locking=False,
+    name=None,
+):
+    """One Adagrad dual-averaging step, TF's `ApplyAdagradDA` (`global_step` an int64 scalar, T)::
+
+        g += grad;  gg += grad**2
+        var = -lr * shrink(g) / (l2 * T * lr + sqrt(gg)),  shrink(g) = sign(g) * max(|g| - l1 * T, 0)
+
+    (without L1, ``shrink(g) = g``): the variable's old value does not enter.
+
+    Returns:
+        The variable's new value (a Tensor).
+
+    Raises:
+        TypeError, ValueError: as `apply_adadelta`; TypeError for a `global_step` not int64.
+    """
+    refs = [var, gradient_accumulator, gradient_squared_accumulator]
+    return _apply("ApplyAdagradDA", refs, [grad, lr, l1, l2, global_step], use_locking, name)

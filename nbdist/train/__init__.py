@@ -16,6 +16,7 @@ from nbdist.ops.example_protos import (
 from nbdist.train import in_graph  # nbdist addition: tf.train.in_graph.replicate, average_gradients
 from nbdist.train.adadelta import AdadeltaOptimizer
 from nbdist.train.adagrad import AdagradOptimizer
+from nbdist.train.adagrad_da import AdagradDAOptimizer
 from nbdist.train.adam import AdamOptimizer
 from nbdist.train.basic_session_run_hooks import (
     CheckpointSaverHook,
@@ -107,6 +108,7 @@ from nbdist.train.warm_starting import VocabInfo, init_from_checkpoint, warm_sta
 
 __all__ = [
     "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
     "BytesList",
