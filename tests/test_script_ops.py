@@ -156,3 +156,27 @@ def test_py_func_runs_in_its_process_only_while_its_graph_lives():
     gc.collect()
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"Python function {token}"):
         worker.register_graph(graph_def, [], ["g:0"], [])
+
+
+def _in_control_flow(t):
+    x0 = t.constant(1.0)
+
+    def body(i, x):
+        return i + 1, t.reshape(t.py_func(_double, [x], t.float32), [])
+
+    _, looped = t.while_loop(lambda i, x: i < 3, body, [t.constant(0), x0])
+    mapped = t.map_fn(
+        lambda v: t.reshape(t.numpy_function(lambda a: a + 1, [v], t.float32), []), t.constant(X)
+    )
+    branch = t.cond(t.constant(True), lambda: t.py_func(lambda a: a * 10, [x0], t.float32), lambda: x0)
+    gc.collect()  # (the loop's and branch's function graphs are gone: the functions stay)
+    return [looped, mapped, branch]
+
+
+def test_py_func_in_loops_and_branches_as_tensorflow(tf1):
+    results = []
+    for lib in (tf, tf1):
+        with lib.Graph().as_default(), lib.Session() as sess:
+            results.append(sess.run(_in_control_flow(lib)))
+    for ours, theirs in zip(*results, strict=True):
+        np.testing.assert_array_equal(ours, theirs)

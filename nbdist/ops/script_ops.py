@@ -47,6 +47,10 @@ def _this_process():
 
 
 def _register(func, graph):
+    """`func` under a new token, until the outermost graph holding it is collected (a loop's
+    or branch's function graph is kept only while being built)."""
+    while getattr(graph, "outer", None) is not None:
+        graph = graph.outer
     with _lock:
         token = f"pyfunc_{next(_tokens)}"
         _FUNCS[token] = func
