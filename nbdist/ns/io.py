@@ -22,6 +22,7 @@ from nbdist.ops.image_codec_more_ops import (
 )
 from nbdist.ops.image_codec_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png, is_jpeg
 from nbdist.ops.parsing_ops import decode_csv
+from nbdist.ops.proto_codec_ops import decode_proto, encode_proto
 from nbdist.ops.queue_more_ops import PaddingFIFOQueue, PriorityQueue
 from nbdist.ops.queue_ops import QueueBase, RandomShuffleQueue
 from nbdist.ops.reader_ops import matching_files, read_file, write_file
@@ -83,12 +84,14 @@ __all__ = [
     "decode_json_example",
     "decode_jpeg",
     "decode_png",
+    "decode_proto",
     "decode_raw",
     "decode_webp",
     "deserialize_many_sparse",
     "encode_base64",
     "encode_jpeg",
     "encode_png",
+    "encode_proto",
     "extract_jpeg_shape",
     "is_jpeg",
     "match_filenames_once",
