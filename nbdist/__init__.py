@@ -15,6 +15,7 @@ from nbdist.export.from_tf import import_graph_def  # nbdist's, also taking TF's
 from nbdist.graph.default_session import get_default_session
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (
+    QUANTIZED_DTYPES,
     DType,
     as_dtype,
     bool,  # noqa: A004 - TF's public name tf.bool
@@ -29,11 +30,18 @@ from nbdist.graph.dtypes import (
     int16,
     int32,
     int64,
+    qint8,
+    qint16,
+    qint32,
+    quint8,
+    quint16,
+    resource,
     string,
     uint8,
     uint16,
     uint32,
     uint64,
+    variant,
 )
 from nbdist.graph.graph import (
     Graph,
@@ -56,6 +64,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import accumulator_ops as _accumulator_ops
 from nbdist.ops import array_extra_ops as _array_extra_ops
 from nbdist.ops import array_ops as _array_ops
+from nbdist.ops import bfloat16_ops as _bfloat16_ops
 from nbdist.ops import check_ops as _check_ops
 from nbdist.ops import clip_ops as _clip_ops
 from nbdist.ops import complex_ops as _complex_ops
@@ -166,6 +175,7 @@ _export_all(
     _scope_helpers,
     _template,
     _timestamp_ops,
+    _bfloat16_ops,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,

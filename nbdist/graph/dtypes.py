@@ -24,11 +24,16 @@ class DType:
 
     @property
     def is_floating(self):
-        return self._np.kind == "f"
+        return self._np.kind == "f" or self.name == "bfloat16"
 
     @property
     def is_integer(self):
-        return self._np.kind in "iu"
+        return self._np.kind in "iu" and not self.is_quantized
+
+    @property
+    def is_quantized(self):
+        """True for TF's quantized types (qint8, quint8, qint16, quint16, qint32)."""
+        return self.name in _QUANTIZED_NAMES
 
     @property
     def is_complex(self):
@@ -36,7 +41,7 @@ class DType:
 
     @property
     def is_unsigned(self):
-        return self._np.kind == "u"  # not bool, as TF's
+        return self._np.kind == "u" and not self.is_quantized  # not bool nor quint8, as TF's
 
     @property
     def real_dtype(self):
@@ -53,7 +58,7 @@ class DType:
 
     @property
     def size(self):
-        return 0 if self is string else self._np.itemsize
+        return 0 if self._np.kind == "O" else self._np.itemsize  # string, resource, variant: 0 (TF's)
 
     @property
     def min(self):
@@ -66,8 +71,11 @@ class DType:
         return self._limit(1)
 
     def _limit(self, index):
-        if self._np.kind == "f":
-            info = np.finfo(self._np)
+        if self.is_quantized:
+            what = ("minimum", "maximum")[index]
+            raise TypeError(f"Cannot find {what} value of {self!r} with quantized type {self!r}.")
+        if self._np.kind == "f" or self.name == "bfloat16":
+            info = (_ml_dtypes or np).finfo(self._np)
             return (-info.max, info.max)[index]
         if self._np.kind in "iu":
             info = np.iinfo(self._np)
@@ -116,6 +124,23 @@ double = float64
 # A value the runtime keeps whole, never sent or fed: a while loop's per-iteration history
 # (nbdist.ops.while_ops), as TF's variant tensors hold lists.
 variant = DType("variant", object)
+# TF's handle to a resource: placeholders may have it (nbdist's variables are ref variables).
+resource = DType("resource", object)
+# TF's quantized integers: held as integers of their width, carried by placeholders and
+# identities; nbdist has no quantized kernels to read them.
+qint8 = DType("qint8", np.int8)
+quint8 = DType("quint8", np.uint8)
+qint16 = DType("qint16", np.int16)
+quint16 = DType("quint16", np.uint16)
+qint32 = DType("qint32", np.int32)
+QUANTIZED_DTYPES = frozenset({qint8, quint8, qint16, quint16, qint32})
+_QUANTIZED_NAMES = frozenset(d.name for d in QUANTIZED_DTYPES)
+try:  # bfloat16 needs the ml_dtypes package (numpy has no bfloat16; TensorFlow installs it)
+    import ml_dtypes as _ml_dtypes
+except ImportError:
+    _ml_dtypes = None
+else:
+    bfloat16 = DType("bfloat16", _ml_dtypes.bfloat16)
 
 _ALL = (
     float16,
@@ -148,6 +173,20 @@ _BY_NAME = {d.name: d for d in _ALL} | {
     "variant": variant,
 }
 _BY_NUMPY = {d.np: d for d in _ALL if d is not string}
+_ENUMS |= {
+    "qint8": 11,
+    "quint8": 12,
+    "qint32": 13,
+    "bfloat16": 14,
+    "qint16": 15,
+    "quint16": 16,
+    "resource": 20,
+}
+_BY_NAME |= {d.name: d for d in (resource, *QUANTIZED_DTYPES)}
+if _ml_dtypes is not None:
+    _BY_NAME["bfloat16"] = _BY_NUMPY[bfloat16.np] = bfloat16
+# TF's numpy spelling of a quantized type: a one-field structured dtype ([("qint8", "i1")]).
+_QUANTIZED_NUMPY = {np.dtype([(d.name, d.np)]): d for d in QUANTIZED_DTYPES}
 
 
 def as_dtype(value):
@@ -175,6 +214,8 @@ def as_dtype(value):
         ) from None
     if np_dtype.kind in "OSU":
         return string
+    if np_dtype in _QUANTIZED_NUMPY:
+        return _QUANTIZED_NUMPY[np_dtype]
     if np_dtype in _BY_NUMPY:
         return _BY_NUMPY[np_dtype]
     raise TypeError(f"dtype {np_dtype} is not supported; supported: {sorted(_BY_NAME)}")
