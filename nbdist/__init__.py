@@ -102,6 +102,7 @@ from nbdist.ops import space_batch_ops as _space_batch_ops
 from nbdist.ops import sparse_extra_ops as _sparse_extra_ops
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
+from nbdist.ops import sparse_feature as _sparse_feature
 from nbdist.ops import sparse_serialize_ops as _sparse_serialize_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import special_math_ops as _special_math_ops
@@ -191,6 +192,7 @@ _export_all(
     _sparse_tensor,
     _sparse_ops,
     _sparse_serialize_ops,
+    _sparse_feature,
     _sparse_math_ops,
     _reader_ops,
     _slice_ops,

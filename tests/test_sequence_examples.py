@@ -129,3 +129,39 @@ def test_bad_json_raises_invalid_argument(tf1, lib_name):
         for text in ['{"bad": 1}', "not json"]:
             with pytest.raises(t.errors.InvalidArgumentError, match="Error while parsing JSON"):
                 sess.run(t.io.decode_json_example([text]))
+
+
+def _sparse_examples(tf1):
+    rows = [([5, 1, 8], [0, 2, 1], [0.5, 0.1, 0.8]), ([2], [3], [0.2]), ([], [], [])]
+    out = []
+    for ix, jx, values in rows:
+        ex = tf1.train.Example()
+        ex.features.feature["ix"].int64_list.value.extend(ix)
+        ex.features.feature["jx"].int64_list.value.extend(jx)
+        ex.features.feature["val"].float_list.value.extend(values)
+        out.append(ex.SerializeToString())
+    return out
+
+
+def test_sparse_feature_parses_as_in_tensorflow(tf1):
+    records = _sparse_examples(tf1)
+
+    def build(t):
+        batch = t.io.parse_example(
+            records,
+            {
+                "sp": t.io.SparseFeature("ix", "val", t.float32, 10),
+                "grid": t.SparseFeature(["ix", "jx"], "val", t.float32, [10, 4]),
+                "ix": t.io.VarLenFeature(t.int64),
+            },
+        )
+        single = t.io.parse_single_example(
+            records[0],
+            {
+                "sorted": t.io.SparseFeature("ix", "val", t.float32, 10, already_sorted=True),
+                "unsorted": t.io.SparseFeature("ix", "val", t.float32, 10),
+            },
+        )
+        return [batch, single]
+
+    _assert_same(_run(tf, build), _run(tf1, build))

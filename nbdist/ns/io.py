@@ -31,6 +31,7 @@ from nbdist.ops.sequence_example_ops import (
     parse_sequence_example,
     parse_single_sequence_example,
 )
+from nbdist.ops.sparse_feature import SparseFeature
 from nbdist.ops.sparse_serialize_ops import deserialize_many_sparse, serialize_many_sparse, serialize_sparse
 from nbdist.ops.string_codec_ops import decode_base64, decode_compressed, encode_base64
 from nbdist.ops.tensor_proto_ops import parse_tensor, serialize_tensor
@@ -70,6 +71,7 @@ __all__ = [
     "PriorityQueue",
     "QueueBase",
     "RandomShuffleQueue",
+    "SparseFeature",
     "TFRecordCompressionType",
     "TFRecordOptions",
     "TFRecordWriter",
@@ -81,8 +83,8 @@ __all__ = [
     "decode_csv",
     "decode_gif",
     "decode_image",
-    "decode_json_example",
     "decode_jpeg",
+    "decode_json_example",
     "decode_png",
     "decode_proto",
     "decode_raw",

@@ -25,6 +25,7 @@ from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import example_protos, registry
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.sparse_feature import merge_sparse_features, split_sparse_features
 from nbdist.ops.sparse_tensor import SparseTensor
 
 __all__ = [
@@ -147,7 +148,7 @@ def parse_example(serialized, features, name=None, example_names=None):
     Args:
         serialized: a 1-D string Tensor (or list) of serialized ``Example`` protos.
         features: a dict of feature name -> `FixedLenFeature`, `FixedLenSequenceFeature`
-            (``allow_missing=True``) or `VarLenFeature`.
+            (``allow_missing=True``), `VarLenFeature` or `SparseFeature`.
         name: the op's name.
         example_names: the examples' names (strings) for error messages.
 
@@ -162,7 +163,10 @@ def parse_example(serialized, features, name=None, example_names=None):
         TypeError: a feature's dtype is not float32, int64 or string.
     """
     serialized = convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
-    return _parse_op("ParseExample", serialized, features, example_names, name)
+    plain, sparse = split_sparse_features(features, VarLenFeature)  # tf.io.SparseFeature's parts
+    return merge_sparse_features(
+        _parse_op("ParseExample", serialized, plain, example_names, name), sparse, features
+    )
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):
@@ -175,7 +179,10 @@ def parse_single_example(serialized, features, name=None, example_names=None):
             f"parse_single_example takes one serialized Example (a scalar), got shape {serialized.shape}"
         )
     names = None if example_names is None else [example_names]
-    return _parse_op("ParseSingleExample", serialized, features, names, name)
+    plain, sparse = split_sparse_features(features, VarLenFeature)
+    return merge_sparse_features(
+        _parse_op("ParseSingleExample", serialized, plain, names, name), sparse, features
+    )
 
 
 def _parse_shape(batched):
