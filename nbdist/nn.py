@@ -52,7 +52,6 @@ from nbdist.ops.nn_extra_ops import (
     compute_average_loss,
     conv1d,
     convolution,
-    depth_to_space,
     embedding_lookup_sparse,
     log_poisson_loss,
     max_pool1d,
@@ -62,7 +61,6 @@ from nbdist.ops.nn_extra_ops import (
     pool,
     relu_layer,
     scale_regularization_loss,
-    space_to_depth,
     sufficient_statistics,
     weighted_cross_entropy_with_logits,
     weighted_moments,
@@ -84,7 +82,7 @@ from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
 from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
-from nbdist.ops.space_batch_ops import space_to_batch, with_space_to_batch
+from nbdist.ops.space_batch_ops import depth_to_space, space_to_batch, space_to_depth, with_space_to_batch
 from nbdist.ops.statistics_ops import zero_fraction
 from nbdist.ops.top_k_ops import in_top_k, top_k
 

@@ -254,6 +254,8 @@ CASES = [
     ("EnsureShape", lambda x: tf.ensure_shape(x, [None, 3]) ** 2, [r(2, 3)]),
     ("SpaceToBatchND", lambda x: tf.space_to_batch_nd(x, [2, 2], [[1, 0], [0, 1]]), [r(1, 3, 3, 2)]),
     ("BatchToSpaceND", lambda x: tf.batch_to_space_nd(x, [2, 1], [[1, 0], [0, 1]]), [r(4, 2, 3, 1)]),
+    ("SpaceToDepth", lambda x: tf.space_to_depth(x, 2), [r(1, 2, 4, 2)]),
+    ("DepthToSpace", lambda x: tf.nn.depth_to_space(x, 2), [r(1, 2, 1, 8)]),
     (
         "ExtractImagePatches",
         lambda x: tf.extract_image_patches(x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),

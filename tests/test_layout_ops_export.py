@@ -45,6 +45,8 @@ def _outputs(x):
         "extract_volume_patches": tf.extract_volume_patches(
             tf.constant(VOLUME), [1, 2, 2, 1, 1], [1, 1, 1, 1, 1], "VALID"
         ),
+        "space_to_depth": tf.space_to_depth(tf.reshape(x, [2, 2, 2, 3]), 2),
+        "depth_to_space": tf.depth_to_space(tf.reshape(x, [2, 1, 3, 4]), 2),
         "gradient": tf.gradients(loss, x)[0],
     }
 

@@ -63,6 +63,8 @@ CASES = {
     "space_to_depth": lambda t: (
         t.space_to_depth(t.constant(IMAGES), 2),
         t.depth_to_space(t.constant(np.tile(IMAGES, (1, 1, 1, 4))), 2),
+        t.nn.space_to_depth(t.constant(np.arange(72).reshape(1, 6, 6, 2)), 3),
+        t.nn.depth_to_space(t.constant(np.arange(72).reshape(2, 3, 3, 4)), 2),
     ),
 }
 
@@ -99,6 +101,9 @@ def _static_shapes(lib):
             lib.batch_to_space_nd(p, [1, 1], [[1, 1], [0, 0]]).shape.as_list(),
             lib.space_to_batch(p, [[0, 0], [0, 0]], 2).shape.as_list(),
             lib.batch_to_space(lib.placeholder(lib.float32), [[0, 0], [0, 0]], 2).shape.as_list(),
+            lib.space_to_depth(lib.placeholder(lib.float32, [None, None, 6, 3]), 2).shape.as_list(),
+            lib.depth_to_space(lib.placeholder(lib.float32, [None, 2, None, 8]), 2).shape.as_list(),
+            lib.nn.space_to_depth(lib.placeholder(lib.float32), 3).shape.as_list(),
             lib.space_to_batch_nd(
                 lib.placeholder(lib.float32, [None, 4]), lib.placeholder(lib.int32, [1]), [[0, 0]]
             ).shape.as_list(),
@@ -116,6 +121,7 @@ def test_gradients_match_tensorflow(tf1):
         y = t.reduce_sum(t.space_to_batch_nd(x, [2, 2], [[1, 1], [0, 2]]) ** 2)
         y += t.reduce_sum(t.batch_to_space_nd(x, [2, 1], [[0, 1], [1, 1]]) ** 3)
         y += t.reduce_sum(t.space_to_batch(x, [[0, 2], [2, 2]], 2) * w)
+        y += t.reduce_sum(t.depth_to_space(t.space_to_depth(x, 2) ** 2, 2) * x)
         y += t.reduce_sum(
             t.nn.with_space_to_batch(
                 x,
@@ -170,6 +176,9 @@ BAD_BUILDS = {
         t.constant(IMAGES), [[0, 0], [0, 0]], 2, block_shape=3
     ),
     "with_space_to_batch rate": lambda t: t.nn.with_space_to_batch(t.constant(IMAGES), [0, 1], "VALID", None),
+    "space_to_depth not divisible": lambda t: t.space_to_depth(t.constant(IMAGES[:, :3]), 2),
+    "depth_to_space not divisible": lambda t: t.depth_to_space(t.constant(IMAGES), 2),
+    "space_to_depth rank": lambda t: t.nn.space_to_depth(t.constant(SEQ), 2),
     "with_space_to_batch SAME without filter_shape": lambda t: t.nn.with_space_to_batch(
         t.constant(IMAGES), [2, 2], "SAME", None
     ),

@@ -1,8 +1,8 @@
 """`tf.nn`'s names that TF itself builds from other ops, built here the same way: 1-D convolution
-and pooling over the 2-D ones, `atrous_conv2d`, `convolution` / `pool`, `space_to_depth` /
-`depth_to_space`, `relu_layer`, the weighted and Poisson losses, the moments helpers,
-`batch_norm_with_global_normalization`, `embedding_lookup_sparse` and the TF 2 loss scalers.
-Their gradients are those of the ops they are made of."""
+and pooling over the 2-D ones, `atrous_conv2d`, `convolution` / `pool`, `relu_layer`, the
+weighted and Poisson losses, the moments helpers, `batch_norm_with_global_normalization`,
+`embedding_lookup_sparse` and the TF 2 loss scalers. Their gradients are those of the ops they
+are made of (`space_to_depth` / `depth_to_space` are ops: nbdist/ops/space_batch_ops.py)."""
 
 import math
 
@@ -18,7 +18,7 @@ from nbdist.ops.nn_ops import xw_plus_b
 from nbdist.ops.normalization_ops import batch_normalization
 from nbdist.ops.pool_ops import avg_pool, max_pool
 from nbdist.ops.reduction_ops import reduce_sum
-from nbdist.ops.reshape_ops import expand_dims, reshape, squeeze, transpose
+from nbdist.ops.reshape_ops import expand_dims, squeeze
 from nbdist.ops.shape_ops import shape
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "compute_average_loss",
     "conv1d",
     "convolution",
-    "depth_to_space",
     "embedding_lookup_sparse",
     "log_poisson_loss",
     "max_pool1d",
@@ -40,7 +39,6 @@ __all__ = [
     "pool",
     "relu_layer",
     "scale_regularization_loss",
-    "space_to_depth",
     "sufficient_statistics",
     "weighted_cross_entropy_with_logits",
     "weighted_moments",
@@ -185,33 +183,6 @@ def pool(
     return fn(
         input, [1, *window_shape, 1], [1, *strides, 1], padding, data_format=data_format or "NHWC", name=name
     )
-
-
-# -- space_to_depth / depth_to_space (NHWC) ------------------------------------------------------------
-def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002 - TF's name
-    """`tf.nn.space_to_depth`: each ``block_size x block_size`` block of pixels becomes channels."""
-    if data_format != "NHWC":
-        raise ValueError("tf.nn.space_to_depth: nbdist supports NHWC")
-    x = convert_to_tensor(input)
-    n, h, w, c = x.shape.as_list()
-    b = int(block_size)
-    with _scope(name, "SpaceToDepth"):
-        y = reshape(x, [-1 if n is None else n, h // b, b, w // b, b, c])
-        y = transpose(y, [0, 1, 3, 2, 4, 5])
-        return reshape(y, [-1 if n is None else n, h // b, w // b, b * b * c])
-
-
-def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002 - TF's name
-    """`tf.nn.depth_to_space`: channels become ``block_size x block_size`` blocks of pixels."""
-    if data_format != "NHWC":
-        raise ValueError("tf.nn.depth_to_space: nbdist supports NHWC")
-    x = convert_to_tensor(input)
-    n, h, w, c = x.shape.as_list()
-    b = int(block_size)
-    with _scope(name, "DepthToSpace"):
-        y = reshape(x, [-1 if n is None else n, h, w, b, b, c // (b * b)])
-        y = transpose(y, [0, 1, 3, 2, 4, 5])
-        return reshape(y, [-1 if n is None else n, h * b, w * b, c // (b * b)])
 
 
 # -- layers and losses ---------------------------------------------------------------------------------

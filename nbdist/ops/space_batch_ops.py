@@ -2,8 +2,8 @@
 `batch_to_space_nd` (``BatchToSpaceND``), each the other's gradient; TF 1.x's 2-D
 `space_to_batch` / `batch_to_space` over them; `required_space_to_batch_paddings` and
 `tf.nn.with_space_to_batch` (an op run on the space-to-batch form of its input: how TF builds
-dilated convolutions), as TF's Python builds them; `space_to_depth` / `depth_to_space` are
-tf.nn's (nbdist/ops/nn_extra_ops.py) at their other path.
+dilated convolutions), as TF's Python builds them; `space_to_depth` (``SpaceToDepth``) and
+`depth_to_space` (``DepthToSpace``), each the other's gradient, at tf.* and tf.nn.
 """
 
 import numpy as np
@@ -15,7 +15,6 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import int_tensor, invalid_argument, unknown_dims
 from nbdist.ops.concat_slice_ops import concat, stack
 from nbdist.ops.constant_op import constant, convert_to_tensor
-from nbdist.ops.nn_extra_ops import depth_to_space, space_to_depth
 from nbdist.ops.shape_ops import get_static_value, shape
 
 __all__ = [
@@ -233,6 +232,116 @@ def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002 - TF'
     x = convert_to_tensor(input, name="input")
     inputs = [x, int_tensor(block_shape, "block_shape"), int_tensor(crops, "crops")]
     return registry.make_op("BatchToSpaceND", inputs, name=name or "BatchToSpaceND").outputs[0]
+
+
+# -- SpaceToDepth, DepthToSpace (NHWC) ------------------------------------------------------------------
+def _depth_attrs(op_name, block_size, data_format):
+    if data_format != "NHWC":
+        raise ValueError(
+            f"tf.{op_name}: data_format {data_format!r} is not supported: TensorFlow's CPU kernel "
+            "(and nbdist) take NHWC; transpose the input to NHWC first"
+        )
+    block_size = int(block_size)
+    if block_size < 2:
+        raise ValueError(f"tf.{op_name}: block_size must be at least 2, got {block_size}")
+    return {"block_size": block_size, "data_format": data_format}
+
+
+def _depth_dims(x, op_name):
+    if x.shape.ndims not in (None, 4):
+        raise ValueError(f"tf.{op_name}: the input must be 4-D [batch, height, width, depth], got {x.shape}")
+    return [None] * 4 if x.shape.ndims is None else x.shape.as_list()
+
+
+@registry.shape("SpaceToDepth")
+def _space_to_depth_shape(inputs, attrs):
+    x, bs = inputs[0], attrs["block_size"]
+    b, h, w, c = _depth_dims(x, "space_to_depth")
+    for d in (h, w):
+        if d is not None and d % bs:
+            raise ValueError(f"tf.space_to_depth: dimension size must be evenly divisible by {bs} but is {d}")
+    out = [
+        b,
+        None if h is None else h // bs,
+        None if w is None else w // bs,
+        None if c is None else c * bs * bs,
+    ]
+    return [(x.dtype, TensorShape(out))]
+
+
+@registry.kernel("SpaceToDepth")
+def _space_to_depth_kernel(ctx, node, x):
+    x, bs = np.asarray(x), node.attr["block_size"]
+    if x.ndim != 4:
+        raise invalid_argument(node, f"SpaceToDepth: input must be 4-D, got shape {list(x.shape)}")
+    b, h, w, c = x.shape
+    if h % bs or w % bs:
+        raise invalid_argument(
+            node, f"SpaceToDepth: image width {w} and height {h} should be divisible by block_size: {bs}"
+        )
+    y = x.reshape(b, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
+    return y.reshape(b, h // bs, w // bs, bs * bs * c)
+
+
+registry.gradient("SpaceToDepth")(lambda op, grad: [depth_to_space(grad, op.get_attr("block_size"))])
+
+
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002 - TF's argument name
+    """`tf.space_to_depth` (`tf.nn.space_to_depth`): each ``block_size x block_size`` block of
+    pixels becomes ``block_size**2`` times the channels (NHWC).
+
+    Raises:
+        ValueError: not NHWC, block_size below 2, or height / width not divisible by it.
+    """
+    attrs = _depth_attrs("space_to_depth", block_size, data_format)
+    x = convert_to_tensor(input, name="input")
+    return registry.make_op("SpaceToDepth", [x], attrs, name=name or "SpaceToDepth").outputs[0]
+
+
+@registry.shape("DepthToSpace")
+def _depth_to_space_shape(inputs, attrs):
+    x, bs = inputs[0], attrs["block_size"]
+    b, h, w, c = _depth_dims(x, "depth_to_space")
+    if c is not None and c % (bs * bs):
+        raise ValueError(
+            f"tf.depth_to_space: dimension size must be evenly divisible by {bs * bs} but is {c}"
+        )
+    out = [
+        b,
+        None if h is None else h * bs,
+        None if w is None else w * bs,
+        None if c is None else c // (bs * bs),
+    ]
+    return [(x.dtype, TensorShape(out))]
+
+
+@registry.kernel("DepthToSpace")
+def _depth_to_space_kernel(ctx, node, x):
+    x, bs = np.asarray(x), node.attr["block_size"]
+    if x.ndim != 4:
+        raise invalid_argument(node, f"DepthToSpace: input must be 4-D, got shape {list(x.shape)}")
+    b, h, w, c = x.shape
+    if c % (bs * bs):
+        raise invalid_argument(
+            node, f"DepthToSpace: input depth dimension {c} should be divisible by: {bs * bs}"
+        )
+    y = x.reshape(b, h, w, bs, bs, c // (bs * bs)).transpose(0, 1, 3, 2, 4, 5)
+    return y.reshape(b, h * bs, w * bs, c // (bs * bs))
+
+
+registry.gradient("DepthToSpace")(lambda op, grad: [space_to_depth(grad, op.get_attr("block_size"))])
+
+
+def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002 - TF's argument name
+    """`tf.depth_to_space` (`tf.nn.depth_to_space`): the channels become ``block_size x
+    block_size`` blocks of pixels (NHWC); the inverse of `space_to_depth`.
+
+    Raises:
+        ValueError: not NHWC, block_size below 2, or the depth not divisible by its square.
+    """
+    attrs = _depth_attrs("depth_to_space", block_size, data_format)
+    x = convert_to_tensor(input, name="input")
+    return registry.make_op("DepthToSpace", [x], attrs, name=name or "DepthToSpace").outputs[0]
 
 
 # -- TF 1.x's 2-D forms -------------------------------------------------------------------------------
