@@ -316,3 +316,28 @@ def test_gradients_of_indexing_and_sorting_match_tensorflow(tf1):
         return t.gradients(y, x)[0]
 
     _assert_same(_value(tf, build)[0], _value(tf1, build)[0], "gradient")
+
+
+def test_the_graph_exports_to_tensorflow_and_gives_the_same_values(tf1):
+    from nbdist.export import to_tensorflow
+
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        v = tf.Variable(X, name="v")
+        x = tf.constant(CUBE)
+        fetches = [
+            tf.gather_nd(x, [[[1], [0]], [[2], [2]]], batch_dims=1),
+            tf.tensor_scatter_nd_max(x, [[0, 1]], [np.full(4, 0.5)]),
+            tf.where(x > 0.5),
+            tf.searchsorted(tf.sort(x), x),
+            tf.truncatemod(NUM, DEN),
+            tf.gradients(tf.reduce_sum(tf.where_v2(x > 0, x, 0.0) * CUBE), x)[0],
+        ]
+        update = tf.scatter_nd_add(v, [[0, 1], [2, 3]], [1.0, 2.0])
+        sess.run(v.initializer)
+        exported = to_tensorflow(graph, session=sess)  # (the variable's value before the update)
+        ours = sess.run([*fetches, update])
+    with tf1.Session(graph=exported.graph) as tf_sess:
+        exported.initialize(tf_sess)
+        theirs = tf_sess.run([exported.graph.get_tensor_by_name(f.name) for f in [*fetches, update]])
+    for a, b in zip(ours, theirs, strict=True):
+        _assert_same(a, b, "export")

@@ -217,3 +217,23 @@ def test_sparse_to_dense_out_of_bounds_raises_invalid_argument(tf1):
         pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[4\] is out of bounds"),
     ):
         sess.run(build(tf))
+
+
+def test_the_graph_exports_to_tensorflow_and_gives_the_same_values(tf1):
+    from nbdist.export import to_tensorflow
+
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        strings = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], ["a", "b", "c"], [2, 2])
+        dense = tf.constant([["x"], ["y"]])
+        fetches = [
+            tf.sparse.cross([strings, dense]).values,
+            tf.sparse.cross_hashed([strings, dense], num_buckets=50).values,
+            tf.sparse.bincount([[1, 2, 2], [0, 5, 5]], axis=-1).values,
+            tf.edit_distance(_hyp(tf), _truth(tf)),
+        ]
+        ours = sess.run(fetches)
+    exported = to_tensorflow(graph)
+    with tf1.Session(graph=exported.graph) as tf_sess:
+        theirs = tf_sess.run([exported.graph.get_tensor_by_name(f.name) for f in fetches])
+    for a, b in zip(ours, theirs, strict=True):
+        _assert_same(a, b, "export")

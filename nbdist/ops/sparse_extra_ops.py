@@ -331,7 +331,7 @@ def _as_text(value):
 
 @registry.kernel("SparseCrossV2")
 def _cross_kernel(ctx, node, *args):
-    columns, batch = _feature_rows(args[:-1], node.attr["num_sparse"])
+    columns, batch = _feature_rows(args[:-1], node.attr["N"])
     separator = _as_text(np.asarray(args[-1]).item())
     return _crossed(columns, batch, lambda p: separator.join(_as_text(v) for v in p), object)
 
@@ -358,7 +358,7 @@ def _feature_hash(value):
 
 @registry.kernel("SparseCross")
 def _cross_hashed_kernel(ctx, node, *args):
-    columns, batch = _feature_rows(args, node.attr["num_sparse"])
+    columns, batch = _feature_rows(args, node.attr["N"])
     num_buckets, key = node.attr["num_buckets"], node.attr["hash_key"]
     modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
 
@@ -386,7 +386,13 @@ def _cross_inputs(inputs):
         for v in (s.values for s in sparse)
     ]
     dense = [d if d.dtype == _dtypes.string else math_ops.cast(d, _dtypes.int64) for d in dense]
-    return [s.indices for s in sparse] + values + [s.dense_shape for s in sparse] + dense, len(sparse)
+    tensors = [s.indices for s in sparse] + values + [s.dense_shape for s in sparse] + dense
+    types = {
+        "N": len(sparse),
+        "sparse_types": [v.dtype for v in values],
+        "dense_types": [d.dtype for d in dense],
+    }
+    return tensors, types  # (TF's attrs of SparseCross / SparseCrossV2)
 
 
 def cross(inputs, name=None, separator=None):
@@ -397,11 +403,9 @@ def cross(inputs, name=None, separator=None):
     Raises:
         TypeError: `inputs` that is not a list of tensors, or of other dtypes than string and ints.
     """
-    tensors, n_sparse = _cross_inputs(inputs)
+    tensors, types = _cross_inputs(inputs)
     sep = convert_to_tensor("_X_" if separator is None else separator, dtype=_dtypes.string, name="separator")
-    op = registry.make_op(
-        "SparseCrossV2", [*tensors, sep], {"num_sparse": n_sparse}, name=name or "SparseCross"
-    )
+    op = registry.make_op("SparseCrossV2", [*tensors, sep], types, name=name or "SparseCross")
     return SparseTensor(*op.outputs)
 
 
@@ -413,9 +417,9 @@ def cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
     Raises:
         TypeError: as `cross`.
     """
-    tensors, n_sparse = _cross_inputs(inputs)
+    tensors, types = _cross_inputs(inputs)
     attrs = {
-        "num_sparse": n_sparse,
+        **types,
         "hashed_output": True,
         "num_buckets": int(num_buckets),
         "hash_key": _DEFAULT_HASH_KEY if hash_key is None else int(hash_key),
