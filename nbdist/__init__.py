@@ -214,7 +214,7 @@ _export_all(
     exclude=_NOT_AT_TF,
 )
 from nbdist import data, layers, losses, metrics, nn, python_io, sparse, summary, train  # noqa: E402 - the namespaces use the names above
-from nbdist.ns import image, initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
+from nbdist.ns import debugging, image, initializers, io, linalg, math, random, strings  # noqa: E402 - tf.math, ... (TF's other paths of these names)
 from nbdist.platform import app, flags, gfile, test  # noqa: E402 - tf.app, tf.flags (absl's, as TF 1.x), tf.gfile, tf.test
 from nbdist.platform import tf_logging as logging  # noqa: E402 - tf.logging
 from nbdist.platform.tf_logging import get_logger  # noqa: E402 - tf.get_logger: tf.logging's logger

@@ -189,3 +189,58 @@ def test_is_numeric_tensor_as_tensorflow(tf1):
     for lib in (tf, tf1):
         with lib.Graph().as_default():
             assert kinds(lib) == [True, True, True, False, False, False, False]
+
+
+def _debugging_checks(t):
+    """The same checks at TF's other path, `tf.debugging`, failing one by one."""
+    x = t.placeholder(t.float32, name="x")
+    return [
+        t.debugging.assert_equal(x, x + 0.0),
+        t.debugging.assert_none_equal(x, 9.0),
+        t.debugging.assert_less(x, 5.0),
+        t.debugging.assert_less_equal(x, 4.0),
+        t.debugging.assert_greater(x, 0.0),
+        t.debugging.assert_greater_equal(x, 0.5),
+        t.debugging.assert_near(x, x),
+        t.debugging.assert_positive(x),
+        t.debugging.assert_non_negative(x),
+        t.debugging.assert_negative(-x),
+        t.debugging.assert_non_positive(-x),
+        t.debugging.assert_rank(x, 1),
+        t.debugging.assert_rank_at_least(x, 1),
+        t.debugging.assert_rank_in(x, [1, 2]),
+        t.debugging.Assert(t.reduce_all(t.debugging.is_finite(x)), [x]),
+        t.debugging.assert_all_finite(x, "finite"),
+        t.debugging.check_numerics(x, "numerics"),
+    ], x
+
+
+def test_tf_debugging_paths_as_tensorflow(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default(), lib.Session() as sess:
+            checks, x = _debugging_checks(lib)
+            sess.run(checks, {x: F})
+            failing = [i for i in range(len(checks)) if _fails(sess, checks[i], x, [4.5, np.inf])]
+            assert failing == [2, 3, 6, 14, 15, 16], lib  # (near: inf - inf is NaN)
+            lib.debugging.assert_integer(lib.constant(1))
+            lib.debugging.assert_type(x, lib.float32)
+            lib.debugging.assert_scalar(lib.constant(1))
+            lib.debugging.assert_proper_iterable([x])
+            assert lib.debugging.assert_same_float_dtype([x]) == lib.float32
+            assert lib.debugging.is_numeric_tensor(x)
+            flags = [lib.debugging.is_inf(x), lib.debugging.is_nan(x)]
+            flags += [lib.debugging.is_non_decreasing(x), lib.debugging.is_strictly_increasing(x)]
+            assert [np.asarray(v).tolist() for v in sess.run(flags, {x: [1.0, 1.0]})] == [
+                [False, False],
+                [False, False],
+                True,
+                False,
+            ]
+
+
+def _fails(sess, check, x, value):
+    try:
+        sess.run(check, {x: value})
+    except Exception:  # noqa: BLE001 - either library's InvalidArgumentError
+        return True
+    return False
