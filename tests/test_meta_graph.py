@@ -249,3 +249,29 @@ def test_a_scoped_model_with_its_saver_moves_to_another_scope_and_restores(tmp_p
         with tf.Session() as sess:
             restorer.restore(sess, prefix)
             np.testing.assert_array_equal(sess.run("tower/v:0"), [5.0, 6.0])
+
+
+@pytest.mark.tf
+def test_the_savers_collection_comes_back_as_savers_that_restore(tf1, tmp_path):
+    def run(t):
+        folder = tmp_path / t.__name__
+        folder.mkdir()
+        with t.Graph().as_default():
+            v = t.Variable([1.0, 2.0], name="v")
+            saver = t.train.Saver([v], max_to_keep=2)
+            t.add_to_collection(t.GraphKeys.SAVERS, saver)
+            with t.Session() as sess:
+                sess.run(v.initializer)
+                sess.run(v.assign([3.0, 4.0]))
+                prefix = saver.save(sess, str(folder / "m"), write_meta_graph=False)
+            t.train.export_meta_graph(str(folder / "m.meta"), collection_list=[t.GraphKeys.SAVERS])
+        with t.Graph().as_default():
+            assert t.train.import_meta_graph(str(folder / "m.meta")) is None  # no saver_def, no variables
+            (restorer,) = t.get_collection(t.GraphKeys.SAVERS)
+            with t.Session() as sess:
+                restorer.restore(sess, prefix)
+                return sess.run("v:0"), restorer.saver_def.max_to_keep
+
+    ours, theirs = run(tf), run(tf1)
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert ours[1] == theirs[1] == 2

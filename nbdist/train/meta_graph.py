@@ -59,7 +59,7 @@ class MetaGraphDef:
         saver_def: a `SaverDef` (read back: an object with its fields), or None.
         collection_def: ``{key: {kind: [values]}}``, kind one of ``node_list``, ``bytes_list``,
             ``int64_list``, ``float_list``, ``variable_list`` (VariableDef dicts),
-            ``queue_runner_list`` (QueueRunnerDef dicts).
+            ``queue_runner_list`` (QueueRunnerDef dicts), ``saver_list`` (SaverDef dicts).
     """
 
     def __init__(self, meta_info_def=None, graph_def=None, saver_def=None, collection_def=None):
@@ -159,6 +159,9 @@ def _collection_def(items, scope):
     for kind, cls in (("variable_list", state_ops.Variable), ("queue_runner_list", QueueRunner)):
         if all(isinstance(i, cls) for i in items):
             return kind, [p for p in (i.to_proto(scope or None) for i in items) if p is not None]
+    if all(hasattr(i, "as_saver_def") for i in items):  # Savers
+        defs = [i.as_saver_def() for i in items]
+        return "saver_list", [_saver_def_dict(d, scope) for d in defs if d is not None]
     if all(isinstance(i, (bytes, str)) for i in items):
         return "bytes_list", [i.encode() if isinstance(i, str) else i for i in items]
     if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
@@ -166,6 +169,14 @@ def _collection_def(items, scope):
     if all(isinstance(i, (float, np.floating)) for i in items):
         return "float_list", [float(i) for i in items]
     return None
+
+
+def _saver_def_dict(saver_def, scope):
+    """A SaverDef's fields as a dict, its names without `scope` (as TF writes them)."""
+    fields = {f: getattr(saver_def, f) for f in SAVER_DEF_FIELDS}
+    for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        fields[f] = _strip_scope(fields[f], scope) if _in_scope(fields[f], scope) else fields[f]
+    return fields
 
 
 def _in_scope(name, scope):
@@ -246,10 +257,7 @@ def export_meta_graph(
     }
     info.update(meta_info_def or {})
     if saver_def is not None and scope:  # its names without the scope, as TF writes them
-        fields = {f: getattr(saver_def, f) for f in SAVER_DEF_FIELDS}
-        for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-            fields[f] = _strip_scope(fields[f], scope) if _in_scope(fields[f], scope) else fields[f]
-        saver_def = types.SimpleNamespace(**fields)
+        saver_def = types.SimpleNamespace(**_saver_def_dict(saver_def, scope))
     meta = MetaGraphDef(info, graph_def, saver_def)
     for key in graph.get_all_collection_keys() if collection_list is None else collection_list:
         items = graph.get_collection(key)
@@ -300,11 +308,17 @@ def read_meta_graph_file(filename):
 
 
 def import_graph_and_collections(
-    meta, clear_devices=False, import_scope=None, input_map=None, restore_collections_predicate=None
+    meta,
+    clear_devices=False,
+    import_scope=None,
+    input_map=None,
+    restore_collections_predicate=None,
+    saver_of_def=None,
 ):
     """Adds `meta`'s ops (under `import_scope`, `input_map` replacing inputs as in
     `tf.import_graph_def`) and collections (those `restore_collections_predicate` keeps) to the
-    default graph; returns ``{name: Variable}`` of the variables its collections name."""
+    default graph; returns ``{name: Variable}`` of the variables its collections name.
+    `saver_of_def(fields)` makes the `Saver` of a ``saver_list`` item (its names prefixed)."""
     graph = get_default_graph()
     prefix = f"{import_scope.rstrip('/')}/" if import_scope else ""
     graph_def = _scoped_graph_def(meta.graph_def, "", clear_devices)
@@ -315,8 +329,19 @@ def import_graph_and_collections(
             continue
         for kind, values in kinds.items():
             for value in values:
+                if kind == "saver_list":
+                    if saver_of_def is not None:
+                        graph.add_to_collection(key, saver_of_def(_prefixed_saver_def(value, prefix)))
+                    continue
                 graph.add_to_collection(key, _collection_item(graph, kind, value, prefix, variables))
     return variables
+
+
+def _prefixed_saver_def(fields, prefix):
+    fields = dict(fields)
+    for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        fields[f] = prefix + fields[f]
+    return fields
 
 
 def _collection_item(graph, kind, value, prefix, variables):

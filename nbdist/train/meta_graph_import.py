@@ -5,7 +5,12 @@ is)."""
 import logging
 import os
 
-from nbdist.train.meta_graph import MetaGraphDef, import_graph_and_collections, read_meta_graph_file
+from nbdist.train.meta_graph import (
+    SAVER_DEF_FIELDS,
+    MetaGraphDef,
+    import_graph_and_collections,
+    read_meta_graph_file,
+)
 from nbdist.train.saver import Saver, SaverDef
 
 _log = logging.getLogger("nbdist")
@@ -48,23 +53,28 @@ def import_meta_graph(
     if not isinstance(meta, MetaGraphDef):
         meta = read_meta_graph_file(os.fspath(meta))
     variables = import_graph_and_collections(
-        meta, clear_devices, import_scope, input_map, restore_collections_predicate
+        meta, clear_devices, import_scope, input_map, restore_collections_predicate, _saver_of_def
     )
     if meta.saver_def is not None:
         prefix = f"{import_scope.rstrip('/')}/" if import_scope else ""
-        d = meta.saver_def
-        return Saver(
-            saver_def=SaverDef(
-                prefix + d.filename_tensor_name,
-                prefix + d.save_tensor_name,
-                prefix + d.restore_op_name,
-                d.max_to_keep,
-                d.sharded,
-                d.keep_checkpoint_every_n_hours,
-            ),
-            max_to_keep=d.max_to_keep,
-        )
+        fields = {f: getattr(meta.saver_def, f) for f in SAVER_DEF_FIELDS}
+        for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            fields[f] = prefix + fields[f]
+        return _saver_of_def(fields)
     if variables:
         return Saver(list(variables.values()))
     _log.info("Saver not created because there are no variables in the graph to restore")
     return None
+
+
+def _saver_of_def(fields):
+    """A `Saver` over the existing save/restore ops a SaverDef's fields name."""
+    saver_def = SaverDef(
+        fields["filename_tensor_name"],
+        fields["save_tensor_name"],
+        fields["restore_op_name"],
+        fields["max_to_keep"],
+        fields["sharded"],
+        fields["keep_checkpoint_every_n_hours"],
+    )
+    return Saver(saver_def=saver_def, max_to_keep=fields["max_to_keep"])
