@@ -30,6 +30,7 @@ BROKEN_UTF8 = np.array(
     ],
     dtype=object,
 )
+WORDS = np.array([["a", "b", "c", "d"], ["e", "", "g", "héh"]], dtype=object)
 CODE_POINTS = np.array([[72, 0x110000, -1, 0xD800, 105], [0x1F642, 0xE9, 0, 0x10FFFF, 0x4E00]], np.int32)
 # Scripts of ICU's TF's Unicode version (newer code points are Unknown there).
 SCRIPT_POINTS = np.array(
@@ -77,6 +78,17 @@ CASES = {
         t.strings.unicode_transcode([b"a\x80"], "US-ASCII", "UTF-8"),
         t.strings.unicode_transcode([b"\xd8\x00\x00a\xdc\x00"], "UTF-16-BE", "UTF-8", replacement_char=35),
     ],
+    "ngrams": lambda t: [
+        t.strings.ngrams(WORDS, 2),
+        t.strings.ngrams(WORDS[0], 3, separator="-"),
+        t.strings.ngrams(WORDS, (1, 2)),
+        t.strings.ngrams(WORDS, 2, pad_values=("<s>", "</s>")),
+        t.strings.ngrams(WORDS, 5),
+        t.strings.ngrams(WORDS, 5, preserve_short_sequences=True),
+        t.strings.ngrams(WORDS, [3, 4], pad_values="P", padding_width=1),
+        t.strings.ngrams(WORDS, 4, pad_values="P"),
+        t.strings.ngrams(np.zeros((2, 0), object), 2),
+    ],
     "unicode_script": lambda t: [
         t.strings.unicode_script(SCRIPT_POINTS),
         t.strings.unicode_script(SCRIPT_POINTS[:24].reshape(4, 6)),
@@ -103,6 +115,8 @@ def test_static_shapes_are_tensorflows(tf1):
                 t.strings.unicode_encode(c, "UTF-8").shape.as_list(),
                 t.strings.unicode_encode(c[0], "UTF-8").shape.as_list(),
                 t.strings.unicode_script(c).shape.as_list(),
+                t.strings.ngrams(x, 2).shape.as_list(),
+                t.strings.ngrams(x[0], (1, 2)).shape.as_list(),
             ]
 
     assert shapes(tf) == shapes(tf1)
@@ -134,5 +148,9 @@ def test_bad_input_raises_as_in_tensorflow(tf1, lib_name):
             sess.run(t.strings.unicode_transcode([b"a\xff"], "UTF-8", "UTF-8", errors="strict"))
         with pytest.raises(ValueError, match="'output_encoding' of 'UnicodeEncode' Op passed string 'UTF-7'"):
             t.strings.unicode_encode([1, 2], "UTF-7")
+        with pytest.raises(ValueError, match="padding_width must be greater than 0"):
+            t.strings.ngrams(["a"], 2, pad_values="P", padding_width=0)
+        with pytest.raises(ValueError, match="pad_values must be provided"):
+            t.strings.ngrams(["a"], 2, padding_width=1)
         with pytest.raises(ValueError, match="rank must be at least 1"):
             t.strings.unicode_encode(3, "UTF-8")

@@ -5,6 +5,7 @@ from nbdist.ops.string_codec_ops import unicode_encode, unicode_script, unicode_
 from nbdist.ops.string_hash_ops import string_to_hash_bucket as to_hash_bucket
 from nbdist.ops.string_hash_ops import string_to_hash_bucket_fast as to_hash_bucket_fast
 from nbdist.ops.string_hash_ops import string_to_hash_bucket_strong as to_hash_bucket_strong
+from nbdist.ops.string_ngrams_ops import ngrams
 from nbdist.ops.string_ops import (
     as_string,
     format,  # noqa: A004 - TF's name
@@ -28,6 +29,7 @@ __all__ = [
     "join",
     "length",
     "lower",
+    "ngrams",
     "reduce_join",
     "regex_full_match",
     "regex_replace",
