@@ -136,6 +136,24 @@ VARIABLES = {
     "batch_scatter_update_3d": lambda t: t.batch_scatter_update(
         _variable(t, CUBE), [[[0, 2], [1, 3], [2, 0]], [[3, 3], [0, 1], [1, 2]]], t.constant(CUBE[:, :, :2])
     ),
+    "method_scatter_max": lambda t: _variable(t, X).scatter_max(
+        t.IndexedSlices(t.constant(X[:1]), t.constant([2]))
+    ),
+    "method_scatter_min": lambda t: _variable(t, INTS).scatter_min(
+        t.IndexedSlices(t.constant(INTS[1:]), t.constant([0, 0]))
+    ),
+    "method_scatter_mul": lambda t: _variable(t, X).scatter_mul(
+        t.IndexedSlices(t.constant(X[:2]), t.constant([1, 1]))
+    ),
+    "method_scatter_div": lambda t: _variable(t, X).scatter_div(
+        t.IndexedSlices(t.constant(X[:1] + 4), t.constant([0]))
+    ),
+    "method_batch_scatter_update": lambda t: _variable(t, X).batch_scatter_update(
+        t.IndexedSlices(t.constant([[1.0], [2.0], [3.0]], t.float64), t.constant([[1], [0], [3]]))
+    ),
+    "method_scatter_nd_add": lambda t: _variable(t, X).scatter_nd_add([[0, 1], [0, 1]], [1.0, 2.0]),
+    "method_scatter_nd_sub": lambda t: _variable(t, CUBE).scatter_nd_sub([[1, 0]], t.constant(CUBE[:1, 0])),
+    "method_scatter_nd_update": lambda t: _variable(t, INTS).scatter_nd_update([[2]], INTS[:1]),
 }
 
 
@@ -239,6 +257,12 @@ def test_scatter_rows_out_of_range_names_the_variable_and_index():
             tf.errors.InvalidArgumentError, match=r"ScatterMul on w: indices\[1\] = 2 is not in"
         ):
             sess.run(tf.scatter_mul(v, [0, 2], [1.0, 1.0]))
+
+
+def test_variable_row_methods_take_indexed_slices_only(tf1):
+    for lib in (tf1, tf):
+        with lib.Graph().as_default(), pytest.raises(TypeError, match="sparse_delta is not IndexedSlices"):
+            lib.Variable([1.0, 2.0]).scatter_max([[0], [3.0]])
 
 
 def test_integer_division_by_zero_raises_as_floor_div_does_in_tensorflow():

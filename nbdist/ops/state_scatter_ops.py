@@ -3,7 +3,7 @@
 N-d `tf.scatter_nd_update` / `scatter_nd_add` / `scatter_nd_sub`, and `tf.batch_scatter_update`
 (built on `scatter_nd_update`, as TF's). Each takes the variable as a ref input: it runs where
 the variable lives, swaps a new array in under the variable's lock, and returns the new value.
-None is differentiable (TF's too).
+None is differentiable (TF's too). `tf.Variable` gets them as methods here (``v.scatter_max``).
 """
 
 import numpy as np
@@ -14,8 +14,10 @@ from nbdist.graph.graph import name_scope
 from nbdist.ops import math_ops, registry
 from nbdist.ops.concat_slice_ops import stack
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.reshape_ops import expand_dims, reshape
 from nbdist.ops.shape_ops import shape
+from nbdist.ops.state_ops import Variable
 
 __all__ = ["batch_scatter_update", "scatter_div", "scatter_max", "scatter_min", "scatter_mul"]
 __all__ += ["scatter_nd_add", "scatter_nd_sub", "scatter_nd_update"]
@@ -222,3 +224,32 @@ def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
             columns.append(math_ops.zeros_like(indices) + reshape(steps, view))
         nd = stack([*columns, indices], axis=-1) if columns else expand_dims(indices, -1)
         return scatter_nd_update(ref, nd, updates, use_locking=use_locking)
+
+
+# -- tf.Variable's methods of these writes (TF's RefVariable has them), installed here -----------
+def _rows_method(function):
+    def method(self, sparse_delta, use_locking=False, name=None):
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+        return function(self, sparse_delta.indices, sparse_delta.values, use_locking=use_locking, name=name)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    method.__doc__ = (
+        f"`tf.{function.__name__}` of an `IndexedSlices` (its indices and values) into this variable."
+    )
+    return method
+
+
+def _nd_method(function):
+    def method(self, indices, updates, name=None):
+        return function(self, indices, updates, use_locking=True, name=name)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    method.__doc__ = f"`tf.{function.__name__}` into this variable."
+    return method
+
+
+for _function in (scatter_max, scatter_min, scatter_mul, scatter_div, batch_scatter_update):
+    setattr(Variable, _function.__name__, _rows_method(_function))
+for _function in (scatter_nd_add, scatter_nd_sub, scatter_nd_update):
+    setattr(Variable, _function.__name__, _nd_method(_function))
