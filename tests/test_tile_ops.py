@@ -183,6 +183,8 @@ BAD_BUILDS = {
     "meshgrid indexing": lambda t: t.meshgrid([1, 2], [3], indexing="xx"),
     "roll sizes differ": lambda t: t.roll(t.constant(X), [1, 2], [0]),
     "reverse_sequence lengths": lambda t: t.reverse_sequence(t.constant(X), [1, 2, 3], 1),
+    "reverse_sequence negative axis": lambda t: t.reverse_sequence(t.constant(X3), [1, 3], -2, -1),
+    "linspace negative num": lambda t: t.linspace(0.0, 1.0, -2),
     "repeat length": lambda t: t.repeat(t.constant(X), [1, 2, 3], axis=0),
 }
 
@@ -192,6 +194,21 @@ def test_bad_static_input_raises_value_error_as_tensorflow(tf1, name):
     for lib in (tf, tf1):
         with lib.Graph().as_default(), pytest.raises(ValueError):
             BAD_BUILDS[name](lib)
+
+
+EARLIER_THAN_TF = {
+    "tile negative": lambda t: t.tile(t.constant(X), [1, -1]),
+    "reverse_sequence same axes": lambda t: t.reverse_sequence(t.constant(X3), [1, 3, 2], 0, 0),
+    "repeat negative": lambda t: t.repeat(t.constant(X), -1, axis=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EARLIER_THAN_TF))
+def test_bad_constant_input_raises_value_error_where_tensorflow_raises_when_run(tf1, name):
+    with tf.Graph().as_default(), pytest.raises(ValueError):
+        EARLIER_THAN_TF[name](tf)
+    with tf1.Graph().as_default(), tf1.Session() as sess, pytest.raises(tf1.errors.InvalidArgumentError):
+        sess.run(EARLIER_THAN_TF[name](tf1))
 
 
 def test_meshgrid_and_repeat_argument_errors():

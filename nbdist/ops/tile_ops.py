@@ -70,6 +70,8 @@ def _tile_shape(inputs, attrs):
             f"tf.tile: multiples {multiples} needs one entry per dimension of {x.name} "
             f"(shape {x.shape}, rank {x.shape.ndims}), got {len(multiples)}"
         )
+    if any(m is not None and m < 0 for m in multiples):
+        raise ValueError(f"tf.tile: multiples must be non-negative, got {multiples}")
     dims = [None if d is None or m is None else d * m for d, m in zip(x.shape, multiples)]
     return [(x.dtype, TensorShape(dims))]
 
@@ -371,7 +373,7 @@ def reverse_sequence(
     ``b`` of `batch_axis` reversed along `seq_axis` (``seq_dim`` / ``batch_dim``: TF1's names).
 
     Raises:
-        ValueError: both a name and its alias, or axes out of range.
+        ValueError: both a name and its alias, or axes out of range (negative ones too, as TF's).
         InvalidArgumentError: at run time, for a length above the sequence axis' size.
     """
     seq_axis = _alias(seq_axis, seq_dim, "seq_axis", "seq_dim")
@@ -381,11 +383,13 @@ def reverse_sequence(
     x = convert_to_tensor(input, name="input")
     lengths = int_tensor(seq_lengths, "seq_lengths")
     seq, batch = int(seq_axis), 0 if batch_axis is None else int(batch_axis)
-    if x.shape.ndims is not None:
-        seq = normalize_axis(seq, x.shape.ndims, "tf.reverse_sequence seq_axis")
-        batch = normalize_axis(batch, x.shape.ndims, "tf.reverse_sequence batch_axis")
-        if seq == batch:
-            raise ValueError(f"tf.reverse_sequence: seq_axis and batch_axis are both {seq}")
+    for what, axis in (("seq_dim", seq), ("batch_dim", batch)):
+        if axis < 0 or (x.shape.ndims is not None and axis >= x.shape.ndims):
+            raise ValueError(
+                f"tf.reverse_sequence: {what} must be >= 0 and < the input's rank {x.shape.ndims}, got {axis}"
+            )
+    if seq == batch:
+        raise ValueError(f"tf.reverse_sequence: seq_axis and batch_axis are both {seq}")
     attrs = {"seq_dim": seq, "batch_dim": batch}
     return registry.make_op("ReverseSequence", [x, lengths], attrs, name=name or "ReverseSequence").outputs[0]
 
@@ -492,6 +496,8 @@ def linspace(start, stop, num, name=None, axis=0):
         out = slice(joined, np.zeros(ndims, np.int32), sizes)
         dims = first.shape.as_list()
         known = get_static_value(num_int)
+        if known is not None and int(known) < 0:
+            raise ValueError(f"tf.linspace: num must be non-negative, got {int(known)}")
         dims[axis] = None if known is None else int(known)
         out.set_shape(dims)
         return out
@@ -518,6 +524,8 @@ def repeat(input, repeats, axis=None, name=None):  # noqa: A002 - TF's argument 
             )
         repeats = int_tensor(repeats, "repeats", name="repeats")
         known = get_static_value(repeats)
+        if known is not None and np.any(np.asarray(known) < 0):
+            raise ValueError(f"tf.repeat: repeats must be non-negative, got {np.asarray(known).tolist()}")
         repeats = cast(repeats, _dtypes.int32)
         if repeats.shape.ndims not in (None, 0, 1):
             raise ValueError(f"tf.repeat: repeats must be a scalar or 1-D, got shape {repeats.shape}")
