@@ -39,6 +39,7 @@ from nbdist.ops.ctc_ops import (
     ctc_loss_v2,
     ctc_unique_labels,
 )
+from nbdist.ops.embedding_more_ops import safe_embedding_lookup_sparse
 from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.fused_batch_norm_ops import fused_batch_norm
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
@@ -80,6 +81,7 @@ from nbdist.ops.nn_ops import (
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
+from nbdist.ops.rnn_more_ops import static_bidirectional_rnn, static_state_saving_rnn
 from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
 from nbdist.ops.space_batch_ops import depth_to_space, space_to_batch, space_to_depth, with_space_to_batch
@@ -174,6 +176,9 @@ __all__ += ["space_to_batch", "with_space_to_batch"]
 
 # Issue 32: the other transposed convolutions.
 __all__ += ["atrous_conv2d_transpose", "conv1d_transpose", "conv_transpose"]
+
+# Issue 32: the static RNNs, safe_embedding_lookup_sparse.
+__all__ += ["safe_embedding_lookup_sparse", "static_bidirectional_rnn", "static_state_saving_rnn"]
 
 
 def __getattr__(name):
