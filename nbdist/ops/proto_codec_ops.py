@@ -21,8 +21,6 @@ import os
 import struct
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
-from google.protobuf.descriptor import FieldDescriptor
 
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
@@ -33,7 +31,17 @@ from nbdist.ops.constant_op import convert_to_tensor
 __all__ = ["decode_proto", "encode_proto"]
 
 DecodeProtoV2 = collections.namedtuple("DecodeProtoV2", ["sizes", "values"])
-_FD = FieldDescriptor
+
+
+class _FD:
+    """descriptor.proto's field types and label (the numbers FieldDescriptor has): protobuf's
+    Python package loads only when a proto op runs."""
+
+    TYPE_DOUBLE, TYPE_FLOAT, TYPE_INT64, TYPE_UINT64, TYPE_INT32, TYPE_FIXED64 = 1, 2, 3, 4, 5, 6
+    TYPE_FIXED32, TYPE_BOOL, TYPE_STRING, TYPE_GROUP, TYPE_MESSAGE, TYPE_BYTES = 7, 8, 9, 10, 11, 12
+    TYPE_UINT32, TYPE_ENUM, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32, TYPE_SINT64 = 13, 14, 15, 16, 17, 18
+    LABEL_REPEATED = 3
+
 
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 # field type -> (its name, the dtypes TF allows for it)
@@ -194,6 +202,8 @@ def _is_packed(field):
 # -- message types ---------------------------------------------------------------------------------
 def _descriptor(message_type, descriptor_source):
     """The `Descriptor` of `message_type`; `InvalidArgumentError` naming it when there is none."""
+    from google.protobuf import descriptor_pb2, descriptor_pool  # noqa: PLC0415 - on first use
+
     if isinstance(descriptor_source, bytes):  # "bytes://..." holds binary data: keep it bytes
         if not descriptor_source.startswith(b"bytes://"):
             descriptor_source = os.fsdecode(descriptor_source)
@@ -271,6 +281,8 @@ def _decode_shape(inputs, attrs):
 def _message_bytes(buf, descriptor, message_format):
     buf = buf.encode() if isinstance(buf, str) else bytes(buf)
     if message_format == "text":
+        from google.protobuf import message_factory, text_format  # noqa: PLC0415 - on first use
+
         message = message_factory.GetMessageClass(descriptor)()
         try:
             text_format.Parse(buf.decode(), message)

@@ -10,7 +10,6 @@ int16), so the bytes of its ``Summary`` equal TF's.
 import struct
 
 import numpy as np
-from google.protobuf import json_format
 
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
@@ -176,6 +175,8 @@ def get_summary_description(node_def):
     """
     if node_def.op != "TensorSummary":
         raise ValueError(f"Can't get_summary_description on {node_def.op}")
+    from google.protobuf import json_format  # noqa: PLC0415 - protobuf loads on first use
+
     raw = node_def.attr["description"]
     raw = raw.s if hasattr(raw, "s") else raw
     text = raw.decode() if isinstance(raw, bytes) else str(raw)
