@@ -91,7 +91,8 @@ PARITY = {
     ),
     "arg_max": lambda t: t.arg_max(t.constant(X), 1),
     "arg_min": lambda t: t.arg_min(t.constant(INTS), 0, t.int32),
-    # division
+    # division (and Python ints beyond int32: int64, as TF infers them)
+    "constant_int64": lambda t: t.floor_div(t.constant([[5, -(2**40)], [0, 2**40]]), 3),
     "div_int": lambda t: t.div(NUM, DEN),
     "div_float": lambda t: t.div(t.constant(X), 2.0),
     "floor_div": lambda t: t.floor_div(NUM, DEN),

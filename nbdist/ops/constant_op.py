@@ -32,7 +32,7 @@ def _to_numpy(value, dtype):
         return arr, _dtypes.string
     arr = np.asarray(value)
     if dtype is None:
-        # TF's defaults: Python floats -> float32, Python ints -> int32.
+        # TF's defaults: Python floats -> float32, Python ints -> int32 (int64 when one does not fit).
         if (
             arr.dtype == np.float64
             and not isinstance(value, np.ndarray)
@@ -40,7 +40,10 @@ def _to_numpy(value, dtype):
         ):
             arr = arr.astype(np.float32)
         elif (
-            arr.dtype == np.int64 and not isinstance(value, np.ndarray) and not isinstance(value, np.integer)
+            arr.dtype == np.int64
+            and not isinstance(value, np.ndarray)
+            and not isinstance(value, np.integer)
+            and (arr.size == 0 or (arr.min() >= -(2**31) and arr.max() < 2**31))
         ):
             arr = arr.astype(np.int32)
         dtype = _dtypes.dtype_of_value(arr)
