@@ -96,6 +96,7 @@ from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import scope_helpers as _scope_helpers
 from nbdist.ops import segment_ops as _segment_ops
 from nbdist.ops import sequence_example_ops as _sequence_example_ops
+from nbdist.ops import session_ops as _session_ops
 from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sort_search_ops as _sort_search_ops
 from nbdist.ops import space_batch_ops as _space_batch_ops
@@ -177,6 +178,7 @@ _export_all(
     _template,
     _timestamp_ops,
     _bfloat16_ops,
+    _session_ops,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,

@@ -14,6 +14,7 @@ from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import Operation, Tensor, graph_element
 from nbdist.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from nbdist.ops.session_ops import wrap_fetched_handle
 from nbdist.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
 
@@ -60,29 +61,34 @@ class FetchMapper:
         if element not in self._index:
             self._index[element] = len(self.tensors)
             self.tensors.append(element)
+        if element.op.type == "GetSessionHandle":  # comes back as a TensorHandle, as in TF
+            return ("session_handle", self._index[element], element)
         return ("tensor", self._index[element])
 
-    def build(self, values):
-        return self._build(self._structure, values)
+    def build(self, values, session=None):
+        """The fetches' structure filled with `values` (`session`: the owner of fetched handles)."""
+        return self._build(self._structure, values, session)
 
-    def _build(self, s, values):
+    def _build(self, s, values, session=None):
         kind = s[0]
         if kind == "op":
             return None
         if kind == "tensor":
             return _as_result(values[s[1]])
+        if kind == "session_handle":
+            return wrap_fetched_handle(_as_result(values[s[1]]), s[2], session)
         if kind == "indexed_slices":
-            parts = [self._build(c, values) for c in s[1]]
+            parts = [self._build(c, values, session) for c in s[1]]
             return IndexedSlicesValue(*parts, *([None] * (3 - len(parts))))
         if kind == "sparse_tensor":
-            return SparseTensorValue(*[self._build(c, values) for c in s[1]])
+            return SparseTensorValue(*[self._build(c, values, session) for c in s[1]])
         if kind == "defaultdict":
-            return collections.defaultdict(s[1], ((k, self._build(c, values)) for k, c in s[2]))
+            return collections.defaultdict(s[1], ((k, self._build(c, values, session)) for k, c in s[2]))
         if kind == "namedtuple":
-            return s[1](*[self._build(c, values) for c in s[2]])
+            return s[1](*[self._build(c, values, session) for c in s[2]])
         if isinstance(kind, type) and issubclass(kind, dict):
-            return kind((k, self._build(c, values)) for k, c in s[1])
-        return kind(self._build(c, values) for c in s[1])
+            return kind((k, self._build(c, values, session)) for k, c in s[1])
+        return kind(self._build(c, values, session) for c in s[1])
 
 
 def _as_result(value):

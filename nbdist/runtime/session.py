@@ -17,6 +17,7 @@ from nbdist.graph.default_session import default_session
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.graph_def import node_def_of
 from nbdist.ops.resources import ResourceManager
+from nbdist.ops.session_ops import delete_dead_handles
 from nbdist.runtime import (
     loop_kernels,  # noqa: F401 - registers the While kernels (they run plans)
     threads,
@@ -164,6 +165,7 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"options must be a tf.RunOptions, got {options!r}")
+        delete_dead_handles(self)  # TensorHandles dropped since: their tensors go (TF's)
         mapper = self._mapper(fetches)
         feeds = {t.name: v for t, v in normalize_feeds(self._graph, feed_dict, self._feed_cache).items()}
         values = self._backend.run_step(
@@ -173,7 +175,7 @@ class BaseSession:
             options,
             run_metadata,
         )
-        return mapper.build(values)
+        return mapper.build(values, self)
 
     def list_devices(self):
         """The devices this session can run ops on (TF's ``_DeviceAttributes``: ``name``,
