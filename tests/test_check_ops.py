@@ -51,21 +51,40 @@ def _node_message(error):
     return found.group(0) if found else text
 
 
-def _run(lib, build, feed):
-    with lib.Graph().as_default(), lib.Session() as sess:
-        x = lib.placeholder(lib.int32 if feed.dtype == np.int32 else lib.float32, name="x")
-        with lib.control_dependencies([build(lib, x)]):
-            out = lib.identity(x)
-        try:
-            return sess.run(out, {x: feed})
-        except lib.errors.InvalidArgumentError as e:
-            return ("InvalidArgumentError", _node_message(e))
+@pytest.fixture(scope="module")
+def runtime_checks(tf1):
+    """Per library, one graph holding every `RUNTIME` check (each before an identity of its
+    input), its session and the placeholders: built once for the module."""
+    built = {}
+    for lib in (tf, tf1):
+        graph = lib.Graph()
+        with graph.as_default():
+            x, xi = lib.placeholder(lib.float32, name="x"), lib.placeholder(lib.int32, name="xi")
+            outs = {}
+            for case in sorted(RUNTIME):
+                build, feed = RUNTIME[case]
+                inp = xi if feed.dtype == np.int32 else x
+                with lib.control_dependencies([build(lib, inp)]):
+                    outs[case] = (lib.identity(inp), inp)
+        sess = lib.Session(graph=graph)
+        built[lib] = (sess, outs)
+    yield built
+    for sess, _ in built.values():
+        sess.close()
+
+
+def _run(lib, built, case):
+    sess, outs = built[lib]
+    out, inp = outs[case]
+    try:
+        return sess.run(out, {inp: RUNTIME[case][1]})
+    except lib.errors.InvalidArgumentError as e:
+        return ("InvalidArgumentError", _node_message(e))
 
 
 @pytest.mark.parametrize("case", sorted(RUNTIME))
-def test_assert_at_run_time_matches_tensorflow(tf1, case):
-    build, feed = RUNTIME[case]
-    ours, theirs = _run(tf, build, feed), _run(tf1, build, feed)
+def test_assert_at_run_time_matches_tensorflow(tf1, runtime_checks, case):
+    ours, theirs = _run(tf, runtime_checks, case), _run(tf1, runtime_checks, case)
     if isinstance(theirs, tuple):
         assert ours == theirs
     else:
