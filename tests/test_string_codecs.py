@@ -152,5 +152,13 @@ def test_bad_input_raises_as_in_tensorflow(tf1, lib_name):
             t.strings.ngrams(["a"], 2, pad_values="P", padding_width=0)
         with pytest.raises(ValueError, match="pad_values must be provided"):
             t.strings.ngrams(["a"], 2, padding_width=1)
+        with pytest.raises(
+            TypeError, match="Expected int32 passed to parameter 'input' of op 'UnicodeScript'"
+        ):
+            t.strings.unicode_script(["a"])
+        with pytest.raises(
+            TypeError, match="Expected string passed to parameter 'input' of op 'DecodeBase64'"
+        ):
+            t.io.decode_base64([1])
         with pytest.raises(ValueError, match="rank must be at least 1"):
             t.strings.unicode_encode(3, "UTF-8")

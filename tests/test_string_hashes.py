@@ -87,6 +87,10 @@ def test_bad_arguments_raise_as_in_tensorflow(tf1, lib_name):
     with t.Graph().as_default(), t.Session() as sess:
         with pytest.raises(ValueError, match="num_buckets"):
             t.strings.to_hash_bucket_fast(["a"], 0)
+        with pytest.raises(TypeError, match="Expected string passed to parameter 'input'"):
+            t.strings.to_hash_bucket_fast([1, 2], 3)
+        with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):
+            t.fingerprint("abc")
         with pytest.raises(ValueError, match=r"Unsupported method: .?md5"):
             t.fingerprint([1, 2], method="md5")
         with pytest.raises(t.errors.InvalidArgumentError, match="`data` should have at least one dimension"):

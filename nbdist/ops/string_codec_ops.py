@@ -18,6 +18,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.graph import Tensor
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
@@ -25,16 +26,34 @@ from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.math_ops import range  # noqa: A004 - tf.range
 from nbdist.ops.reshape_ops import reshape
 from nbdist.ops.shape_ops import shape as _shape
+from nbdist.ops.sparse_tensor import SparseTensor
 from nbdist.ops.unicode_scripts import script_code
 
 __all__ = ["decode_base64", "decode_compressed", "encode_base64"]
 
 
-def _strings(value, name):
-    t = convert_to_tensor(value, dtype=_dtypes.string, name=name)
-    if t.dtype != _dtypes.string:
-        raise TypeError(f"{name} must be a string tensor, got {t.dtype.name}")
+def typed_input(value, dtype, name, op_type):
+    """`value` as a Tensor of `dtype`, or TF's TypeError (a Python value of other elements is
+    not converted: ``[1, 2]`` is no string tensor, ``["a"]`` no int32 one)."""
+    if not isinstance(value, (Tensor, SparseTensor)):
+        items = np.asarray(value, dtype=object).reshape(-1)
+        text = dtype == _dtypes.string
+        if any(isinstance(v, (str, bytes, np.str_, np.bytes_)) != text for v in items):
+            raise TypeError(
+                f"Expected {dtype.name} passed to parameter '{name}' of op '{op_type}', got {value!r:.80} "
+                f"of type '{type(value).__name__}' instead."
+            )
+    t = convert_to_tensor(value, dtype=dtype, name=name)
+    if t.dtype != dtype:
+        raise TypeError(
+            f"Input '{name}' of '{op_type}' Op has type {t.dtype.name} that does not match expected type "
+            f"of {dtype.name}."
+        )
     return t
+
+
+def _strings(value, name, op_type):
+    return typed_input(value, _dtypes.string, name, op_type)
 
 
 def _elementwise(op_type, fn, out_dtype=_dtypes.string):
@@ -80,16 +99,16 @@ def decode_base64(input, name=None):  # noqa: A002 - TF's argument name
         InvalidArgumentError: a character outside the web-safe alphabet, or a length of 1
             modulo 4.
     """
-    return registry.make_op("DecodeBase64", [_strings(input, "input")], name=name or "DecodeBase64").outputs[
-        0
-    ]
+    return registry.make_op(
+        "DecodeBase64", [_strings(input, "input", "DecodeBase64")], name=name or "DecodeBase64"
+    ).outputs[0]
 
 
 def encode_base64(input, pad=False, name=None):  # noqa: A002
     """`tf.io.encode_base64`: bytes to web-safe base64 (``-`` and ``_``), ``=``-padded if `pad`."""
     attrs = {"pad": bool(pad)}
     return registry.make_op(
-        "EncodeBase64", [_strings(input, "input")], attrs, name=name or "EncodeBase64"
+        "EncodeBase64", [_strings(input, "input", "EncodeBase64")], attrs, name=name or "EncodeBase64"
     ).outputs[0]
 
 
@@ -123,7 +142,10 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 - TF
     """
     attrs = {"compression_type": str(compression_type)}
     return registry.make_op(
-        "DecodeCompressed", [_strings(bytes, "bytes")], attrs, name=name or "DecodeCompressed"
+        "DecodeCompressed",
+        [_strings(bytes, "bytes", "DecodeCompressed")],
+        attrs,
+        name=name or "DecodeCompressed",
     ).outputs[0]
 
 
@@ -181,7 +203,7 @@ def unicode_encode(input, output_encoding, errors="replace", replacement_char=65
     """
     _check_attr("UnicodeEncode", "output_encoding", output_encoding, list(_OUTPUT_ENCODINGS))
     _check_attr("UnicodeEncode", "errors", errors, _ERRORS)
-    x = convert_to_tensor(input, dtype=_dtypes.int32, name="input")
+    x = typed_input(input, _dtypes.int32, "input", "UnicodeEncode")
     rank = x.shape.ndims
     if rank is None:
         raise ValueError("Rank of input_tensor must be statically known.")
@@ -255,7 +277,10 @@ def unicode_transcode(input, input_encoding, output_encoding, errors="replace", 
         "replace_control_characters": bool(replace_control_characters),
     }
     return registry.make_op(
-        "UnicodeTranscode", [_strings(input, "input")], attrs, name=name or "UnicodeTranscode"
+        "UnicodeTranscode",
+        [_strings(input, "input", "UnicodeTranscode")],
+        attrs,
+        name=name or "UnicodeTranscode",
     ).outputs[0]
 
 
@@ -265,5 +290,5 @@ _elementwise("UnicodeScript", lambda node, c: script_code(int(c)), out_dtype=_dt
 def unicode_script(input, name=None):  # noqa: A002
     """`tf.strings.unicode_script`: ICU's ``UScriptCode`` of each int32 code point (-1 for one
     out of Unicode's range)."""
-    x = convert_to_tensor(input, dtype=_dtypes.int32, name="input")
+    x = typed_input(input, _dtypes.int32, "input", "UnicodeScript")
     return registry.make_op("UnicodeScript", [x], name=name or "UnicodeScript").outputs[0]

@@ -12,6 +12,7 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.hash_functions import fingerprint64, hash64, siphash24
+from nbdist.ops.string_codec_ops import typed_input
 
 __all__ = [
     "fingerprint",
@@ -52,9 +53,7 @@ for _type, _hash in _HASHES.items():
 
 
 def _hash_op(op_type, value, num_buckets, name, **attrs):
-    value = convert_to_tensor(value, dtype=_dtypes.string, name="input")
-    if value.dtype != _dtypes.string:
-        raise TypeError(f"{op_type}: input must be a string tensor, got {value.dtype.name}")
+    value = typed_input(value, _dtypes.string, "input", op_type)
     if int(num_buckets) < 1:
         raise ValueError(
             f"Attr 'num_buckets' of '{op_type}' Op passed {int(num_buckets)} less than minimum 1."
@@ -133,5 +132,9 @@ def fingerprint(data, method="farmhash64", name=None):
             f"Unsupported method: {method!r} for Fingerprint op {name or 'Fingerprint'!r}; use 'farmhash64'"
         )
     data = convert_to_tensor(data, name="data")
+    if data.shape.ndims == 0:
+        raise ValueError(
+            f"Shape must be at least rank 1 but is rank 0 for Fingerprint op {name or 'Fingerprint'!r}"
+        )
     method = convert_to_tensor(method, dtype=_dtypes.string, name="method")
     return registry.make_op("Fingerprint", [data, method], name=name or "Fingerprint").outputs[0]

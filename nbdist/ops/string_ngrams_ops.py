@@ -10,10 +10,10 @@ import numpy as np
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
-from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.math_ops import range  # noqa: A004 - tf.range
 from nbdist.ops.reshape_ops import reshape
 from nbdist.ops.shape_ops import shape as _shape
+from nbdist.ops.string_codec_ops import typed_input
 
 __all__ = ["ngrams"]  # at tf.strings only (ns/strings.py)
 
@@ -83,7 +83,7 @@ def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None
         padding_width, pad_values = 0, ("", "")
     elif not isinstance(pad_values, (list, tuple)):
         pad_values = (pad_values, pad_values)
-    data = convert_to_tensor(data, dtype=_dtypes.string, name="data")
+    data = typed_input(data, _dtypes.string, "data", "StringNGrams")
     rank = data.shape.ndims
     if rank not in (1, 2):
         raise ValueError(
