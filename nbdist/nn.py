@@ -41,6 +41,7 @@ from nbdist.ops.ctc_ops import (
 )
 from nbdist.ops.embedding_more_ops import safe_embedding_lookup_sparse
 from nbdist.ops.embedding_ops import embedding_lookup
+from nbdist.ops.fractional_pool_ops import fractional_avg_pool, fractional_max_pool
 from nbdist.ops.fused_batch_norm_ops import fused_batch_norm
 from nbdist.ops.math_ops import relu, sigmoid, softplus, tanh
 from nbdist.ops.morphology_ops import dilation2d, erosion2d, max_pool_with_argmax
@@ -179,6 +180,9 @@ __all__ += ["atrous_conv2d_transpose", "conv1d_transpose", "conv_transpose"]
 
 # Issue 32: the static RNNs, safe_embedding_lookup_sparse.
 __all__ += ["safe_embedding_lookup_sparse", "static_bidirectional_rnn", "static_state_saving_rnn"]
+
+# Issue 32: fractional pooling.
+__all__ += ["fractional_avg_pool", "fractional_max_pool"]
 
 
 def __getattr__(name):

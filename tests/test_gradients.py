@@ -128,6 +128,16 @@ CASES = [
     ("AvgPoolGrad", _second_order(lambda x: tf.nn.avg_pool(x * x, 3, 2, "SAME")), [r(1, 5, 4, 2)]),
     ("LRN", lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75), [r(2, 2, 1, 6)]),
     (
+        "FractionalMaxPool",
+        lambda x: tf.nn.fractional_max_pool(x, [1.0, 2.0, 1.5, 1.0], deterministic=True, seed=1, seed2=2)[0],
+        [r(1, 4, 5, 2)],
+    ),
+    (
+        "FractionalAvgPool",
+        lambda x: tf.nn.fractional_avg_pool(x, [1.0, 1.5, 2.0, 1.0], True, True, True, 3, 4)[0],
+        [r(2, 5, 4, 1)],
+    ),
+    (
         "CTCLoss",
         lambda x: tf.nn.ctc_loss(tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [1, 0, 1], [2, 2]), x, [4, 3]),
         [r(4, 2, 3)],
