@@ -5,7 +5,7 @@ them: `Conv1D` / `conv1d`, `Conv2DTranspose` / `conv2d_transpose`,
 Variables are TF's: ``kernel`` (``kernel_size + (in, filters)``; transposed:
 ``kernel_size + (filters, in)``), ``depthwise_kernel`` (``kernel_size + (in, depth_multiplier)``),
 ``pointwise_kernel`` (``(1,) * rank + (in * depth_multiplier, filters)``), ``bias``.
-3-D layers are absent: nbdist has no 3-D convolution or pooling ops.
+The 3-D layers are in layers_conv3d.
 """
 
 from nbdist.graph.tensor_shape import TensorShape
