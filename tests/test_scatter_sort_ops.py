@@ -266,11 +266,16 @@ def test_variable_row_methods_take_indexed_slices_only(tf1):
             lib.Variable([1.0, 2.0]).scatter_max([[0], [3.0]])
 
 
-def test_integer_division_by_zero_raises_as_floor_div_does_in_tensorflow():
-    with tf.Graph().as_default(), tf.Session() as sess:
-        for op in (tf.truncatediv, tf.truncatemod):
-            with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
-                sess.run(op([7, 1], [2, 0]))
+@pytest.mark.parametrize("op", ["truncatediv", "truncatemod", "floor_div", "div", "floordiv", "floormod"])
+def test_integer_division_by_zero_raises_as_floor_div_does_in_tensorflow(tf1, op):
+    with tf1.Graph().as_default(), tf1.Session() as sess, pytest.raises(tf1.errors.OpError):
+        sess.run(getattr(tf1, op)([7, 1], [2, 0]))
+    with (
+        tf.Graph().as_default(),
+        tf.Session() as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"),
+    ):
+        sess.run(getattr(tf, op)([7, 1], [2, 0]))
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,9 @@ def _operands(x, y, what):
     return x, y
 
 
-def _zero_divisor(node, y):
+def _zero_divisor(node, x, y):
     y = np.asarray(y)
-    if np.issubdtype(y.dtype, np.integer) and np.any(y == 0):
+    if np.issubdtype(y.dtype, np.integer) and np.any((y == 0) & np.ones(np.shape(x), bool)):
         raise errors.InvalidArgumentError(node.name, None, "Integer division by zero")
 
 
@@ -52,7 +52,7 @@ def _truncate_div_kernel(ctx, node, x, y):
     x, y = np.asarray(x), np.asarray(y)
     if not np.issubdtype(x.dtype, np.integer):
         return np.trunc(x / y).astype(x.dtype, copy=False)
-    _zero_divisor(node, y)
+    _zero_divisor(node, x, y)
     q = np.floor_divide(x, y)
     inexact_negative = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
     return (q + inexact_negative).astype(x.dtype, copy=False)  # (floor + 1 = towards zero)
@@ -60,7 +60,7 @@ def _truncate_div_kernel(ctx, node, x, y):
 
 @registry.kernel("TruncateMod")
 def _truncate_mod_kernel(ctx, node, x, y):
-    _zero_divisor(node, y)
+    _zero_divisor(node, x, y)
     return np.fmod(x, y)  # (the sign of x, as C's %)
 
 

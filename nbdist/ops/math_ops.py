@@ -162,6 +162,18 @@ def _div_kernel(ctx, node, x, y):
     return np.divide(x, y)
 
 
+def _integer_division(numpy_fn):
+    """A kernel of ``numpy_fn(x, y)`` that refuses an integer 0 divisor, as TF's."""
+
+    def kernel(ctx, node, x, y):
+        y = np.asarray(y)
+        if np.issubdtype(y.dtype, np.integer) and np.any((y == 0) & np.ones(np.shape(x), bool)):
+            raise errors.InvalidArgumentError(node.name, None, "Integer division by zero")  # (of an element)
+        return numpy_fn(x, y)
+
+    return kernel
+
+
 def _safe_divide(x, y):
     x, y = np.asarray(x), np.asarray(y)
     safe_y = np.where(y == 0, np.ones((), dtype=y.dtype), y)
@@ -262,6 +274,7 @@ floordiv = _binary_op(  # (no gradient, as in TF: a floor has no useful gradient
     None,
     "floordiv",
     doc="``x // y`` elementwise: the floor of the quotient, in the inputs' dtype (TF's floordiv).",
+    kernel=_integer_division(np.floor_divide),
 )
 floormod = _binary_op(  # (np.mod: the sign of y, as TF's floormod)
     "FloorMod",
@@ -269,6 +282,7 @@ floormod = _binary_op(  # (np.mod: the sign of y, as TF's floormod)
     _floormod_grad,
     "floormod",
     doc="``x - floordiv(x, y) * y`` elementwise (the result has the sign of `y`; TF's floormod, ``%``).",
+    kernel=_integer_division(np.mod),
 )
 pow = _binary_op("Pow", np.power, _pow_grad, "pow")  # noqa: A001 - TF's public name tf.pow
 maximum = _binary_op("Maximum", np.maximum, lambda op, grad: _minmax_grad(op, grad, greater_equal), "maximum")
