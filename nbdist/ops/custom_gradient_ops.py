@@ -115,18 +115,20 @@ Graph.gradient_override_map = _gradient_override_map  # (graph.py never imports 
 _uids = itertools.count()
 
 
-def _variables_read(ops):
-    """The variables whose value one of `ops` reads (global and local ones)."""
+def _variables_read(ops, args):
+    """The variables (global and local) whose value one of `ops` reads, other than `args`."""
     reads = {}
     for v in state_ops.global_variables() + state_ops.local_variables():
         reads.setdefault(id(v.value()), v)
-    used = []
+    for a in args:
+        reads.pop(id(a), None)
+    used = {}
     for op in ops:
         for t in op.inputs:
             v = reads.get(id(t))
-            if v is not None and v not in used:
-                used.append(v)
-    return used
+            if v is not None:
+                used.setdefault(id(v), v)
+    return list(used.values())
 
 
 def _takes_variables(grad_fn):
@@ -162,7 +164,7 @@ def custom_gradient(f=None):
         first = graph.version
         result, grad_fn = f(*args)
         flat_result = [convert_to_tensor(y) for y in flatten(result)]
-        variables = [v for v in _variables_read(graph.operations_since(first)) if v.value() not in args]
+        variables = _variables_read(graph.operations_since(first), args)
         if variables and not _takes_variables(grad_fn):
             raise TypeError(
                 "@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function "
