@@ -73,6 +73,8 @@ CASES = {
         t.io.decode_bmp(BMP, channels=4),
         t.io.decode_bmp(BMP_GRAY),
         t.io.decode_image(BMP),
+        t.io.decode_image(BMP_RGBA),
+        t.image.decode_image(BMP_GRAY, channels=3),
     ],
     "gif": lambda t: [
         t.io.decode_gif(GIF),

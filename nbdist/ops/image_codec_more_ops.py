@@ -99,12 +99,11 @@ def _bmp_pixels(node, data):
     return pixels
 
 
-@registry.kernel("DecodeBmp")
-def _decode_bmp_kernel(ctx, node, contents):
-    channels = node.attr["channels"]
+def bmp_array(node, data, channels):
+    """TF's decoding of BMP bytes `data` to ``[height, width, channels]`` (0: the file's)."""
     if channels not in (0, 3, 4):
         raise invalid_argument(node, f"`channels` must be 0, 3 or 4 for BMP, but got {channels}")
-    pixels = _bmp_pixels(node, np.asarray(contents, dtype=object).item())
+    pixels = _bmp_pixels(node, data)
     if channels == 0 or channels == pixels.shape[-1]:
         return np.ascontiguousarray(pixels)
     if pixels.shape[-1] == 1:
@@ -112,6 +111,11 @@ def _decode_bmp_kernel(ctx, node, contents):
     if channels == 3:
         return np.ascontiguousarray(pixels[..., :3])
     return np.concatenate([pixels, np.full((*pixels.shape[:2], 1), 255, np.uint8)], axis=-1)
+
+
+@registry.kernel("DecodeBmp")
+def _decode_bmp_kernel(ctx, node, contents):
+    return bmp_array(node, np.asarray(contents, dtype=object).item(), node.attr["channels"])
 
 
 def decode_bmp(contents, channels=0, name=None):

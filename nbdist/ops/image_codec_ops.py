@@ -11,6 +11,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.image_codec_more_ops import bmp_array
 
 __all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "is_jpeg"]
 
@@ -112,8 +113,11 @@ def _frames(node, contents, channels):
 
 @registry.kernel("DecodeImage")
 def _decode_image_kernel(ctx, node, contents):
-    if node.attr.get("expand_animations", True) and _animated(np.asarray(contents, dtype=object).item()):
+    data = np.asarray(contents, dtype=object).item()
+    if node.attr.get("expand_animations", True) and _animated(data):
         pixels = _frames(node, contents, node.attr["channels"])
+    elif data[:2] == b"BM":  # TF's own BMP reading (Pillow drops a 32-bit BMP's alpha)
+        pixels = bmp_array(node, data, node.attr["channels"])
     else:
         pixels = _decode(node, contents, node.attr["channels"])
     dtype = _dtypes.as_dtype(node.attr["dtype"]).np
