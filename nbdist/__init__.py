@@ -118,6 +118,7 @@ from nbdist.ops import template as _template
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import timestamp_ops as _timestamp_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
+from nbdist.ops import type_spec as _type_spec
 from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops import while_ops as _while_ops
@@ -179,6 +180,7 @@ _export_all(
     _timestamp_ops,
     _bfloat16_ops,
     _session_ops,
+    _type_spec,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,
