@@ -1,5 +1,6 @@
 """3-D convolution and pooling: `tf.nn.conv3d`, `conv3d_backprop_filter(_v2)`, `conv3d_transpose`,
-`max_pool3d`, `avg_pool3d` (nbdist/ops/conv3d_ops.py, pool3d_ops.py) and `tf.layers`' 3-D layers
+`max_pool3d`, `avg_pool3d` (nbdist/ops/conv3d_ops.py, pool3d_ops.py), `tf.nn.convolution` and
+`tf.nn.pool` in 3-D and `tf.layers`' 3-D layers
 (layers_conv3d.py): values, static shapes and gradients equal real TF's on the same inputs and
 weights; NCDHW is checked against NDHWC within nbdist."""
 
@@ -35,6 +36,10 @@ def _ops(t):
         t.nn.avg_pool3d(x, 2, 2, "SAME"),
         t.nn.avg_pool3d(x, [3, 2, 2], [2, 1, 2], "SAME"),
         t.nn.avg_pool3d(x, [1, 1, 3, 1, 1], [1, 1, 1, 1, 1], "VALID"),
+        t.nn.convolution(x, w, "SAME", strides=[2, 1, 1]),
+        t.nn.convolution(x, w, "VALID", dilation_rate=[1, 2, 1]),
+        t.nn.pool(x, [2, 2, 2], "MAX", "SAME", strides=[2, 2, 2]),
+        t.nn.pool(x, [3, 1, 2], "AVG", "VALID", strides=[1, 1, 2]),
     ]
     grads = []
     for y in ys:

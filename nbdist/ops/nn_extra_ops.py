@@ -11,11 +11,13 @@ from nbdist.graph.graph import get_default_graph
 from nbdist.ops import math_ops
 from nbdist.ops.cast_select_ops import cast, where, zeros_like
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.conv3d_ops import conv3d
 from nbdist.ops.conv_ops import conv2d
 from nbdist.ops.embedding_ops import embedding_lookup
 from nbdist.ops.math_ops import relu
 from nbdist.ops.nn_ops import xw_plus_b
 from nbdist.ops.normalization_ops import batch_normalization
+from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, max_pool
 from nbdist.ops.reduction_ops import reduce_sum
 from nbdist.ops.reshape_ops import expand_dims, squeeze
@@ -144,7 +146,7 @@ def convolution(
     filters=None,
     dilations=None,
 ):
-    """`tf.nn.convolution` for 1-D and 2-D inputs (`conv1d` / `conv2d`)."""
+    """`tf.nn.convolution` for 1-D, 2-D and 3-D inputs (`conv1d` / `conv2d` / `conv3d`)."""
     filt = convert_to_tensor(filter if filter is not None else filters)
     rank = filt.shape.ndims - 2
     rate = dilation_rate if dilation_rate is not None else dilations
@@ -158,7 +160,12 @@ def convolution(
         return conv2d(
             input, filt, as4(list(strides)), padding, data_format=fmt, dilations=as4(list(rate)), name=name
         )
-    raise ValueError(f"tf.nn.convolution: nbdist has 1-D and 2-D convolutions, not {rank}-D")
+    if rank == 3:
+        fmt = data_format or "NDHWC"
+        as5 = (lambda v: [1, *v, 1]) if fmt == "NDHWC" else (lambda v: [1, 1, *v])
+        steps, rates = as5(list(strides or [1, 1, 1])), as5(list(rate or [1, 1, 1]))
+        return conv3d(input, filt, steps, padding, data_format=fmt, dilations=rates, name=name)
+    raise ValueError(f"tf.nn.convolution: nbdist has 1-D, 2-D and 3-D convolutions, not {rank}-D")
 
 
 def pool(
@@ -171,14 +178,19 @@ def pool(
     name=None,
     data_format=None,
 ):
-    """`tf.nn.pool` for 2-D windows ("MAX" or "AVG"; dilation 1)."""
-    if dilation_rate not in (None, [1, 1], (1, 1)):
+    """`tf.nn.pool` for 2-D and 3-D windows ("MAX" or "AVG"; dilation 1)."""
+    if dilation_rate is not None and any(int(d) != 1 for d in dilation_rate):
         raise ValueError("tf.nn.pool: nbdist pools without dilation")
-    if len(window_shape) != 2:
-        raise ValueError(f"tf.nn.pool: nbdist pools 2-D windows, got window_shape {window_shape!r}")
+    if len(window_shape) not in (2, 3):
+        raise ValueError(f"tf.nn.pool: nbdist pools 2-D and 3-D windows, got window_shape {window_shape!r}")
     fn = {"MAX": max_pool, "AVG": avg_pool}.get(pooling_type)
     if fn is None:
         raise ValueError(f"tf.nn.pool: pooling_type must be 'MAX' or 'AVG', got {pooling_type!r}")
+    if len(window_shape) == 3:
+        fmt = data_format or "NDHWC"
+        as5 = (lambda v: [1, *v, 1]) if fmt == "NDHWC" else (lambda v: [1, 1, *v])
+        fn3 = max_pool3d if pooling_type == "MAX" else avg_pool3d
+        return fn3(input, as5(list(window_shape)), as5(list(strides or [1, 1, 1])), padding, fmt, name=name)
     strides = list(strides or [1, 1])
     return fn(
         input, [1, *window_shape, 1], [1, *strides, 1], padding, data_format=data_format or "NHWC", name=name
