@@ -115,12 +115,13 @@ from nbdist.ops import string_hash_ops as _string_hash_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import template as _template
+from nbdist.ops import tensor_array_ops as _tensor_array_ops
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import timestamp_ops as _timestamp_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
-from nbdist.ops import type_spec as _type_spec
 from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
+from nbdist.ops import vectorized_map_ops as _vectorized_map_ops
 from nbdist.ops import while_ops as _while_ops
 from nbdist.ops.constant_op import constant, convert_to_tensor
 from nbdist.ops.gradients import AggregationMethod, UnconnectedGradients, gradients
@@ -171,6 +172,8 @@ _export_all(
     _script_ops,
     _cond_ops,
     _while_ops,
+    _tensor_array_ops,
+    _vectorized_map_ops,
     _state_ops,
     _init_ops,
     _variable_scope,
@@ -180,7 +183,6 @@ _export_all(
     _timestamp_ops,
     _bfloat16_ops,
     _session_ops,
-    _type_spec,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,

@@ -470,6 +470,30 @@ CASES = [
     ("TensorScatterMin", lambda x, u: tf.tensor_scatter_nd_min(x, [[1, 0], [0, 1]], u), [r(2, 2), r(2)]),
     ("SelectV2", lambda x, y: tf.where_v2(x > 0.0, x * 2.0, y), [r(2, 3), r(3)]),
     ("SelectV2", lambda x, y: tf.where_v2([[True], [False]], x, y), [r(1, 3), r(2, 1)]),
+    # tf.TensorArray (ops/tensor_array_kernels.py): the flow holds the array
+    (
+        "TensorArrayWrite",
+        lambda x, v: tf.TensorArray(tf.float64, size=3).unstack(x).write(1, v).stack(),
+        [r(3, 2), r(2)],
+    ),
+    (
+        "TensorArrayWrite",
+        lambda v: tf.TensorArray(tf.float64, size=1, dynamic_size=True).write(2, v).stack(),
+        [r(2)],
+    ),
+    ("TensorArrayRead", lambda x: tf.TensorArray(tf.float64, size=3).unstack(x).read(2), [r(3, 2)]),
+    (
+        "TensorArrayGather",
+        lambda x: tf.TensorArray(tf.float64, size=3).unstack(x).gather([2, 0, 2]),
+        [r(3, 2)],
+    ),
+    (
+        "TensorArrayScatter",
+        lambda x, v: tf.TensorArray(tf.float64, size=4).unstack(x).scatter([3, 1], v).stack(),
+        [r(4, 2), r(2, 2)],
+    ),
+    ("TensorArraySplit", lambda x: tf.TensorArray(tf.float64, size=2).split(x, [2, 2]).read(1), [r(4, 3)]),
+    ("TensorArrayConcat", lambda x: tf.TensorArray(tf.float64, size=3).unstack(x).concat(), [r(3, 2, 2)]),
 ]
 
 # The same checks with placeholders of unknown shape: gradients must use runtime shapes.

@@ -26,6 +26,7 @@ from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.deadness import DEAD
 from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.nest import flatten, pack_sequence_as, same_structure
+from nbdist.ops.tensor_array_ops import TensorArray, from_flows
 
 # -- Switch ---------------------------------------------------------------------------------
 
@@ -205,6 +206,8 @@ def _record_branch(fn, pred, branch, outer, what):
                 x = with_dependencies([x], context.pivot)
             elif isinstance(x, IndexedSlices):
                 x = convert_to_tensor(x)
+            elif isinstance(x, TensorArray):  # travels as its flow, rebuilt after the Merge
+                x = x.flow
             else:
                 x = convert_to_tensor(x)
             flat.append(context.capture(x))
@@ -261,7 +264,7 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
                 )
             out = merge([f, t])[0]
             merged.append(out.op if isinstance(original, Operation) else out)
-    result = pack_sequence_as(true_result, merged)
+    result = pack_sequence_as(true_result, from_flows(flatten(true_result), merged))
     if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
         return result[0]
     return result

@@ -340,19 +340,27 @@ def while_loop(
         The loop variables after the last iteration, in the structure of `loop_vars`.
     """
     del parallel_iterations, swap_memory
+    from nbdist.ops.tensor_array_ops import TensorArray, from_flows, to_flows  # noqa: PLC0415 - built on this module's peers
+
     if not callable(cond) or not callable(body):
         raise TypeError("tf.while_loop needs callables cond and body")
     single = not isinstance(loop_vars, (list, tuple, dict))
     structure = loop_vars if not single else [loop_vars]
-    flat = flatten(structure)
+    templates = flatten(structure)  # a TensorArray travels as its flow, rebuilt in and after the loop
+    flat = to_flows(templates)
     if not flat:
         raise ValueError("tf.while_loop needs at least one loop variable")
     invariants = None
     if shape_invariants is not None:
         invariants = flatten(shape_invariants if not single else [shape_invariants])
+    if any(isinstance(t, TensorArray) for t in templates):  # its flow's shape changes on a first write
+        invariants = [
+            TensorShape(None) if isinstance(t, TensorArray) else s
+            for t, s in zip(templates, invariants or [None] * len(templates))
+        ]
 
     def call(fn, args):
-        packed = pack_sequence_as(structure, args)
+        packed = pack_sequence_as(structure, from_flows(templates, args))
         if single:
             return fn(packed[0])
         return fn(*packed) if isinstance(packed, (list, tuple)) else fn(packed)
@@ -361,8 +369,7 @@ def while_loop(
         result = call(body, args)
         if single and isinstance(result, (list, tuple)) and len(result) == 1:
             result = result[0]
-        out = flatten(result if not single else [result])
-        return out
+        return to_flows(flatten(result if not single else [result]))
 
     finals, _, _ = _while(
         lambda *args: call(cond, args),
@@ -373,7 +380,7 @@ def while_loop(
         maximum_iterations,
         name or "while",
     )
-    result = pack_sequence_as(structure, finals)
+    result = pack_sequence_as(structure, from_flows(templates, finals))
     if single:
         return result[0]
     if not return_same_structure and isinstance(result, (list, tuple)) and len(result) == 1:
