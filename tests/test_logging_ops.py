@@ -139,6 +139,10 @@ def test_add_check_numerics_ops_refuses_control_flow(tf1, which):
         lib.cond(p, lambda: lib.constant(1.0), lambda: lib.constant(2.0))
         with pytest.raises(ValueError, match="not compatible with TensorFlow control flow"):
             lib.add_check_numerics_ops()
+    with lib.Graph().as_default():
+        lib.while_loop(lambda v: v < 3.0, lambda v: v + 1.0, [lib.constant(0.0)])
+        with pytest.raises(ValueError, match="not compatible with TensorFlow control flow"):
+            lib.add_check_numerics_ops()
 
 
 def _print_v1(lib):

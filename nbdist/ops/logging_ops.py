@@ -37,6 +37,7 @@ __all__ = [
     "verify_tensor_all_finite",
 ]
 
+_LOOP_TYPES = ("Enter", "Exit", "While", "StatelessWhile")  # (a while_loop's ops, as TF refuses them)
 _CHECKED = frozenset(_dtypes.as_dtype(t) for t in ("float16", "float32", "float64"))
 
 
@@ -103,7 +104,7 @@ def add_check_numerics_ops():
         for i, output in enumerate(op.outputs):
             if output.dtype not in _CHECKED:
                 continue
-            if getattr(op, "control_flow_context", None) is not None or op.type in ("Enter", "Exit"):
+            if getattr(op, "control_flow_context", None) is not None or op.type in _LOOP_TYPES:
                 raise ValueError(
                     "`tf.add_check_numerics_ops() is not compatible with TensorFlow control flow "
                     "operations such as `tf.cond()` or `tf.while_loop()`."
