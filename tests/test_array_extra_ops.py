@@ -215,9 +215,24 @@ def test_dimension_behaves_as_tensorflows(tf1):
     assert _dimensions(tf) == _dimensions(tf1)
 
 
+def test_a_known_dimension_converts_to_a_tensor_as_in_tensorflow(tf1):
+    def build(t):
+        return (
+            t.convert_to_tensor(t.Dimension(3)),
+            t.convert_to_tensor(t.Dimension(4), t.int64),
+            t.reshape(t.range(6), [t.Dimension(2), -1]),
+        )
+
+    _assert_same(_value(tf, build), _value(tf1, build), "Dimension")
+
+
 @pytest.mark.parametrize(
     ("build", "error", "match"),
     [
+        (lambda t: t.convert_to_tensor(t.Dimension(None)), ValueError, "unknown Dimension"),
+        (lambda t: t.constant(t.Dimension(2)), TypeError, "Failed to convert elements"),
+        (lambda t: t.constant([t.Dimension(2), 3]), TypeError, "Failed to convert elements"),
+        (lambda t: t.constant(object()), TypeError, "Failed to convert elements"),
         (lambda t: t.Dimension(-1), ValueError, "must be >= 0"),
         (lambda t: t.Dimension("3"), TypeError, "must be integer or None"),
         (lambda t: t.Dimension(3).merge_with(4), ValueError, "not compatible"),
@@ -227,5 +242,5 @@ def test_dimension_behaves_as_tensorflows(tf1):
 )
 def test_dimension_errors_match_tensorflows(tf1, build, error, match):
     for lib in (tf, tf1):
-        with pytest.raises(error, match=match):
+        with lib.Graph().as_default(), pytest.raises(error, match=match):
             build(lib)

@@ -17,7 +17,7 @@ from nbdist.ops._shapes import int_tensor, invalid_argument, same_as_input
 from nbdist.ops.cast_select_ops import cast
 from nbdist.ops.clip_ops import clip_by_value
 from nbdist.ops.complex_ops import complex, imag, real  # noqa: A004 - TF's tf.complex
-from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.constant_op import constant, convert_to_tensor, register_tensor_conversion_function
 from nbdist.ops.image_ops import random_crop
 from nbdist.ops.reshape_ops import expand_dims
 
@@ -38,6 +38,16 @@ __all__ = [
 ]
 
 newaxis = None  # `tf.newaxis`: ``x[:, tf.newaxis]`` adds an axis, as numpy's
+
+
+def _dimension_to_tensor(dimension, dtype, name):
+    """TF's conversion of a known `Dimension` to a scalar (int32 unless `dtype` says)."""
+    if dimension.value is None:
+        raise ValueError(f"Cannot convert an unknown Dimension to a Tensor: {dimension}")
+    return constant(dimension.value, dtype=dtype or _dtypes.int32, name=name or "Const")
+
+
+register_tensor_conversion_function(Dimension, _dimension_to_tensor)
 
 
 # -- ParallelConcat ---------------------------------------------------------------------------------

@@ -31,6 +31,11 @@ def _to_numpy(value, dtype):
         )
         return arr, _dtypes.string
     arr = np.asarray(value)
+    if dtype is None and arr.dtype == object:  # (TF's error: not a number, bool or string)
+        raise TypeError(
+            f"Failed to convert elements of {value!r} to Tensor: they are not numbers, bools or "
+            "strings; convert them first (a tf.Dimension: tf.dimension_value(d))"
+        )
     if dtype is None:
         # TF's defaults: Python floats -> float32, Python ints -> int32 (int64 when one does not fit).
         if (
