@@ -107,6 +107,18 @@ CASES = {
         t.IndexedSlicesSpec([5, 2]) == t.IndexedSlicesSpec([5, 2]),
         t.IndexedSlicesSpec([5, 2]) == t.IndexedSlicesSpec([5, 2], indices_dtype=t.int32),
     ),
+    "none_spec": lambda t: (
+        repr(t.NoneTensorSpec()),
+        t.NoneTensorSpec() == t.NoneTensorSpec(),
+        hash(t.NoneTensorSpec()) == hash(t.NoneTensorSpec()),
+        isinstance(t.NoneTensorSpec(), t.TypeSpec),
+        t.NoneTensorSpec().is_compatible_with(t.NoneTensorSpec()),
+        t.NoneTensorSpec().is_compatible_with(None),
+        t.NoneTensorSpec().is_compatible_with(t.TensorSpec([1])),
+        t.TensorSpec([1]) == t.NoneTensorSpec(),
+        repr(t.type_spec_from_value(None)),
+        repr(t.NoneTensorSpec.from_value(None)),
+    ),
 }
 
 
@@ -137,6 +149,11 @@ def test_type_specs_as_tf(tf1, case):
         ),
         (
             lambda t: t.TensorSpec([2]).most_specific_compatible_type(t.SparseTensorSpec([2])),
+            ValueError,
+            "No TypeSpec is compatible with both",
+        ),
+        (
+            lambda t: t.NoneTensorSpec().most_specific_compatible_type(t.TensorSpec([2])),
             ValueError,
             "No TypeSpec is compatible with both",
         ),

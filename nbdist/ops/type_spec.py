@@ -16,7 +16,14 @@ from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.shape_ops import get_static_value
 from nbdist.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
-__all__ = ["IndexedSlicesSpec", "SparseTensorSpec", "TensorSpec", "TypeSpec", "type_spec_from_value"]
+__all__ = [
+    "IndexedSlicesSpec",
+    "NoneTensorSpec",
+    "SparseTensorSpec",
+    "TensorSpec",
+    "TypeSpec",
+    "type_spec_from_value",
+]
 
 
 def _shape(shape):
@@ -224,6 +231,31 @@ class IndexedSlicesSpec(TypeSpec):
         )
 
 
+class NoneTensorSpec(TypeSpec):
+    """`tf.NoneTensorSpec()`: the spec of ``None`` (an absent optional value)."""
+
+    __slots__ = ()
+    value_type = type(None)
+
+    @classmethod
+    def from_value(cls, value):
+        return cls()
+
+    def _serialize(self):
+        return ()
+
+    def is_compatible_with(self, spec_or_value):
+        return spec_or_value is None or isinstance(spec_or_value, NoneTensorSpec)
+
+    def most_specific_compatible_type(self, other):
+        if not isinstance(other, NoneTensorSpec):
+            raise ValueError(f"No TypeSpec is compatible with both {self!r} and {other!r}")
+        return self
+
+    def __repr__(self):
+        return "NoneTensorSpec()"
+
+
 def _slices_shape(slices):
     if slices.dense_shape is None:
         return TensorShape(None)
@@ -241,11 +273,14 @@ def _dtype_of(value):
 
 def type_spec_from_value(value):
     """`tf.type_spec_from_value`: the `TypeSpec` of a tensor, `SparseTensor`, `IndexedSlices`,
-    numpy array or Python value convertible to a tensor (TF's dtypes: 1 is int32, 1.5 float32).
+    numpy array, None, or Python value convertible to a tensor (TF's dtypes: 1 is int32, 1.5
+    float32).
 
     Raises:
         TypeError: a value that converts to no tensor.
     """
+    if value is None:
+        return NoneTensorSpec()
     if isinstance(value, Tensor):
         return TensorSpec(value.shape, value.dtype)
     if isinstance(value, (SparseTensor, SparseTensorValue)):
