@@ -293,7 +293,8 @@ def test_a_tensorflow_op_nbdist_lacks_is_named(tf1_graph_mode):
     with graph.as_default():
         tf1.fake_quant_with_min_max_args(tf1.constant(np.eye(3, dtype=np.float32)), name="quantized")
     with pytest.raises(
-        UnsupportedOpError, match=r"node 'quantized' of the TensorFlow GraphDef is a FakeQuantWithMinMaxArgs op"
+        UnsupportedOpError,
+        match=r"node 'quantized' of the TensorFlow GraphDef is a FakeQuantWithMinMaxArgs op",
     ):
         tf.import_graph_def(graph.as_graph_def())
 

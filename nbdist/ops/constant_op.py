@@ -24,6 +24,8 @@ def _to_numpy(value, dtype):
         or (isinstance(value, (list, tuple, np.ndarray)) and _is_string_like(value))
     ):
         arr = np.array(value, dtype=object)
+        if dtype is not None:
+            _check_elements(arr, (bytes, str) if dtype is _dtypes.string else _NUMBERS, dtype.name)
         arr = (
             np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(arr)
             if arr.size
@@ -53,11 +55,25 @@ def _to_numpy(value, dtype):
             arr = arr.astype(np.int32)
         dtype = _dtypes.dtype_of_value(arr)
     else:
+        if arr.dtype.kind in "OUS":  # (TF's error: a str where a number or bool is expected)
+            _check_elements(np.array(value, dtype=object), _NUMBERS, dtype.name)
         cast = arr.astype(dtype.np)
         if arr.dtype.kind == "f" and dtype.is_integer and not np.array_equal(cast, arr):
             raise TypeError(f"expected {dtype.name}, got {value!r} of type float (would truncate)")
         arr = cast
     return arr, dtype
+
+
+_NUMBERS = (bool, int, float, complex, np.generic)
+
+
+def _check_elements(arr, types, expected):
+    """TF's TypeError for the first element of `arr` that is not one of `types`."""
+    for element in arr.ravel():
+        if not isinstance(element, types) or (expected == "string" and isinstance(element, bool)):
+            raise TypeError(f"Expected {expected}, but got {element} of type '{type(element).__name__}'.")
+        if expected != "string" and isinstance(element, (bytes, str)):
+            raise TypeError(f"Expected {expected}, but got {element} of type '{type(element).__name__}'.")
 
 
 def _is_string_like(value):
