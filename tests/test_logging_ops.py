@@ -197,8 +197,9 @@ def _print_v2(lib, stream, path):
             end="!\n",
             summarize=2,
         )
+        sparse = lib.SparseTensor([[0, 1], [1, 2]], [1.5, 2.0], [2, 3])
         q = lib.print(
-            lib.reshape(lib.range(24.0), [2, 3, 4]), lib.zeros([0, 2]), lib.constant(5), name="second"
+            lib.reshape(lib.range(24.0), [2, 3, 4]), lib.zeros([0, 2]), lib.constant(5), sparse, name="second"
         )
         r = lib.print(lib.constant("one string"), output_stream=f"file://{path}")
         sess.run(p)

@@ -211,7 +211,7 @@ def _stream_name(output_stream):
 
 
 def _is_printed_tensor(x):
-    return isinstance(x, Tensor) or hasattr(x, "_as_graph_element")
+    return isinstance(x, (Tensor, SparseTensor)) or hasattr(x, "_as_graph_element")
 
 
 def print(*inputs, **kwargs):  # noqa: A001 - TF's public name tf.print
@@ -256,7 +256,11 @@ def _format_inputs(inputs, sep, summarize, name):
     for x in inputs:
         leaves = []
         for leaf in nest.flatten(x):
-            if _is_printed_tensor(leaf):
+            if isinstance(leaf, SparseTensor):
+                tensors += [leaf.indices, leaf.values, leaf.dense_shape]
+                p = placeholder
+                leaves.append(f"SparseTensor(indices={p}, values={p}, shape={p})")
+            elif _is_printed_tensor(leaf):
                 tensors.append(leaf)
                 leaves.append(placeholder)
             else:
