@@ -146,6 +146,16 @@ def _static_ok(t):
     return [a.type, b.type, c.type, d.type, e.shape.ndims, f.type, g.type], [d.name for d in dtypes]
 
 
+def test_a_static_failure_prints_unknown_data_as_tensors():
+    # (TF's own join fails here with a TypeError: "expected str instance, Tensor found")
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [2], name="p")
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=r'^d\nTensor\("p:0", shape=\(2,\), dtype=float32\)$'
+        ):
+            tf.assert_equal(1, 2, data=["d", p])
+
+
 def test_assert_that_holds_while_building_as_tensorflow(tf1):
     with tf.Graph().as_default():
         ours = _static_ok(tf)

@@ -86,13 +86,13 @@ def _static_string(t):
     if not isinstance(t, Tensor):
         return str(t)
     value = shape_ops.get_static_value(t)
-    return t if value is None else str(value)
+    return _tensor_str(t) if value is None else str(value)
 
 
 def _assert_static(condition, data):
     """Raises TF's build-time `InvalidArgumentError`: the data, known values printed."""
     if not condition:
-        raise errors.InvalidArgumentError(None, None, "\n".join(str(_static_string(d)) for d in data))
+        raise errors.InvalidArgumentError(None, None, "\n".join(_static_string(d) for d in data))
 
 
 def _binary_assert(sym, opname, op_func, static_func, x, y, data, summarize, message, name):
