@@ -136,9 +136,11 @@ def test_gather_out_of_range_index_names_it():
         run_in_session(tf.gather(tf.constant(X), [0, 5]))
 
 
-def test_gather_rejects_other_axes():
-    with pytest.raises(ValueError, match=r"nbdist supports axis=0 only, got 1"):
-        tf.gather(tf.constant(X), [0], axis=1)
+def test_gather_refuses_batch_dims_and_an_axis_known_only_when_run():
+    with pytest.raises(ValueError, match=r"nbdist supports batch_dims=0 only, got 1; see tf.batch_gather"):
+        tf.gather(tf.constant(X), [[0]], batch_dims=1)
+    with pytest.raises(ValueError, match="nbdist needs a constant axis"):
+        tf.gather(tf.constant(X), [0], axis=tf.placeholder(tf.int32, []))
 
 
 def test_unsorted_segment_sum_drops_negative_ids():

@@ -37,6 +37,10 @@ PARITY = {
     "tensor_scatter_nd_add_ignore": lambda t: t.tensor_scatter_nd_add(
         t.ones([3]), [[5], [1]], [1.0, 2.0], bad_indices_policy="IGNORE"
     ),
+    "gather_axis1": lambda t: t.gather(t.constant(CUBE), [[2, 0], [1, 1]], axis=1),
+    "gather_axis_last": lambda t: t.gather(t.constant(INTS), [4, 0, 4], axis=-1),
+    "gather_axis_tensor": lambda t: t.gather(t.constant(CUBE), t.constant(3, t.int64), axis=t.constant(2)),
+    "gather_axis0_none": lambda t: t.gather(t.constant(X), [2, 0], axis=None),
     "scatter_nd": lambda t: t.scatter_nd([[1], [3], [1]], t.constant([1.0, 2.0, 3.0]), [5]),
     "scatter_nd_rows": lambda t: t.scatter_nd([[0, 2], [1, 0]], t.constant(X[:2]), [2, 3, 4]),
     "scatter_nd_int": lambda t: t.scatter_nd(
@@ -221,6 +225,10 @@ RUN_ERRORS = {
         lambda t: t.tensor_scatter_nd_add(t.zeros([4, 2]), [[1], [4]], t.ones([2, 2])),
         r"indices\[1\] = \[4\] does not index into shape \[4,2\]",
     ),
+    "gather_axis1": (
+        lambda t: t.gather([[1, 2], [3, 4]], [[0, 5]], axis=1),
+        r"indices\[0,1\] = 5 is not in \[0, 2\)",
+    ),
     "searchsorted": (
         lambda t: t.searchsorted([[1, 2], [3, 4]], [[1]]),
         "Leading dim_size of both tensors must match",
@@ -339,6 +347,7 @@ def test_gradients_of_indexing_and_sorting_match_tensorflow(tf1):
         y = t.reduce_sum(t.gather_nd(x, [[0, 9], [2, 3]], bad_indices_policy="IGNORE") * [5.0, 7.0])
         y += t.reduce_sum(t.gather_nd(t.reshape(x, [3, 2, 2]), [[[1], [0]]] * 3, batch_dims=1) * 0.5)
         y += t.reduce_sum(t.gather_nd(x, [[0, 1], [2, 3], [0, 1]]) * [1.0, 2.0, 3.0])
+        y += t.reduce_sum(t.gather(x, [[3, 0], [3, 3]], axis=1) * [[1.0, 2.0], [3.0, 4.0]])
         y += t.reduce_sum(t.sort(x, axis=0) * X)
         y += t.reduce_sum(t.boolean_mask(x, [True, False, True]) ** 2)
         y += t.reduce_sum(t.where_v2(x > 0, x, [[0.5], [1.0], [2.0]]) * X)

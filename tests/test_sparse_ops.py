@@ -208,5 +208,5 @@ def test_api_misuse_raises_as_tf():
             tf.sparse.reorder(tf.constant([1.0]))
         with pytest.raises(ValueError, match="Keyword arguments are required"):
             tf.sparse.split(sp(tf), 2, 1)
-        with pytest.raises(AttributeError, match=r"tf\.sparse\.placeholder is not supported"):
-            tf.sparse.placeholder  # noqa: B018
+        with pytest.raises(AttributeError, match=r"tf\.sparse\.map_values is not supported"):
+            tf.sparse.map_values  # noqa: B018 - (TF 2's; not in tf.compat.v1.sparse)

@@ -23,7 +23,7 @@ from nbdist.ops.concat_slice_ops import concat
 from nbdist.ops.concat_slice_ops import slice as _slice
 from nbdist.ops.constant_op import constant, convert_to_tensor, register_tensor_conversion_function
 from nbdist.ops.indexed_slices import IndexedSlices
-from nbdist.ops.reshape_ops import expand_dims, reshape
+from nbdist.ops.reshape_ops import expand_dims, reshape, transpose
 from nbdist.ops.scan_ops import cumprod
 from nbdist.ops.shape_ops import get_static_value, shape, size
 
@@ -410,7 +410,8 @@ def _gather_kernel(ctx, node, params, indices, axis):
     bad = (indices < 0) | (indices >= len(params))
     if np.any(bad):
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise invalid_argument(node, f"indices{list(pos)} = {int(indices[pos])} is not in [0, {len(params)})")
+        where = ",".join(str(i) for i in pos)  # (TF's "indices[0,1] = 5 is not in [0, 2)")
+        raise invalid_argument(node, f"indices[{where}] = {int(indices[pos])} is not in [0, {len(params)})")
     return np.take(params, indices, axis=0)
 
 
@@ -432,16 +433,40 @@ def _gather_grad(op, grad):
     return [IndexedSlices(values, reshape(indices, indices_size), params_shape), None, None]
 
 
-def gather(params, indices, validate_indices=None, name=None, axis=0):
-    """`tf.gather` on axis 0: ``params[indices]`` (the gradient is dense in nbdist).
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
+    """`tf.gather`: ``params[indices]`` along `axis` (0 when None; the gradient of axis 0 is an
+    `IndexedSlices`). Another axis is `params` transposed to put it first, gathered, and back.
 
     Raises:
-        ValueError: for ``axis != 0`` (not supported by nbdist; transpose `params` first).
+        ValueError: `batch_dims` (use `tf.batch_gather`), an axis that is not constant, or one
+            other than 0 with `params` or `indices` of unknown rank.
     """
-    if isinstance(axis, Tensor) or int(axis) != 0:
-        raise ValueError(f"tf.gather: nbdist supports axis=0 only, got {axis!r}; transpose params first")
-    inputs = [convert_to_tensor(params), int_tensor(indices, "indices"), constant(0, dtype=_dtypes.int32)]
+    if batch_dims != 0:
+        raise ValueError(
+            f"tf.gather: nbdist supports batch_dims=0 only, got {batch_dims!r}; see tf.batch_gather"
+        )
+    static_axis = get_static_value(0 if axis is None else axis)
+    if static_axis is None:
+        raise ValueError(f"tf.gather: nbdist needs a constant axis, got {axis!r}")
+    params, indices = convert_to_tensor(params), int_tensor(indices, "indices")
+    if int(static_axis) != 0:
+        return _gather_along(params, indices, int(static_axis), name)
+    inputs = [params, indices, constant(0, dtype=_dtypes.int32)]
     return registry.make_op("GatherV2", inputs, name=name).outputs[0]
+
+
+def _gather_along(params, indices, axis, name):
+    ndims, index_ndims = params.shape.ndims, indices.shape.ndims
+    if ndims is None or index_ndims is None:
+        raise ValueError(f"tf.gather: axis {axis} needs params and indices of known rank in nbdist")
+    axis = normalize_axis(axis, ndims, "tf.gather")
+    taken = gather(transpose(params, [axis, *range(axis), *range(axis + 1, ndims)]), indices)
+    shift = [
+        *range(index_ndims, index_ndims + axis),
+        *range(index_ndims),
+        *range(index_ndims + axis, taken.shape.ndims),
+    ]
+    return transpose(taken, shift, name=name or "GatherV2")
 
 
 # -- IndexedSlices -> dense --------------------------------------------------------------------------
