@@ -51,3 +51,16 @@ def test_a_session_on_a_cluster_lists_every_task_cpu(in_process_servers):
     by_name = {d.name: d.incarnation for d in from_worker}
     assert by_name == {d.name: d.incarnation for d in from_ps}
     assert len(set(by_name.values())) == 2
+
+
+def test_device_filters_keep_the_master_and_the_tasks_they_name(in_process_servers):
+    # TF lists the master's own devices and, of the others, those the filters match.
+    ps, worker = in_process_servers["ps"], in_process_servers["worker"]
+    only_master = tf.ConfigProto(device_filters=["/job:worker"])
+    with tf.Session(worker.target, config=only_master) as sess:
+        assert [d.name for d in sess.list_devices()] == ["/job:worker/replica:0/task:0/device:CPU:0"]
+    with tf.Session(ps.target, config=only_master) as sess:
+        assert [d.name for d in sess.list_devices()] == [
+            "/job:ps/replica:0/task:0/device:CPU:0",
+            "/job:worker/replica:0/task:0/device:CPU:0",
+        ]

@@ -17,7 +17,7 @@ import contextlib
 import threading
 
 from nbdist import errors
-from nbdist.graph.device import Task
+from nbdist.graph.device import DeviceSpec, Task
 from nbdist.graph.graph_def import graph_to_graph_def
 from nbdist.runtime import fetch_delivery, threads
 from nbdist.runtime.cluster import ClusterSpec
@@ -148,11 +148,26 @@ class RemoteBackend:
         return values
 
     def list_devices(self):
-        """The CPU of every task of the master's cluster, the master's first; each task's
-        incarnation is the one its ``Ping`` reports."""
+        """The CPU of every task of the master's cluster that the session's device_filters
+        keep (the master's always, listed first), as TF's; each task's incarnation is the one
+        its ``Ping`` reports."""
         with self._lock:
             self._sync_graph()
-        tasks = sorted(self._cluster.iter_tasks(), key=lambda t: (t[2] != self.address, t[0], t[1]))
+        filters = [DeviceSpec.from_string(f) for f in self._config.device_filters]
+
+        def kept(job, index, address):
+            return (
+                address == self.address
+                or not filters
+                or any(
+                    (f.job is None or f.job == job) and (f.task is None or f.task == index) for f in filters
+                )
+            )
+
+        tasks = sorted(
+            (t for t in self._cluster.iter_tasks() if kept(*t)),
+            key=lambda t: (t[2] != self.address, t[0], t[1]),
+        )
         devices = []
         for job, index, address in tasks:
             task = Task(job, index)
