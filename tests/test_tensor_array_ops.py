@@ -68,7 +68,35 @@ def _in_dict_loop_vars(t):
     return out[1]["ta"].concat()
 
 
+def _nested_loops(t):
+    def outer(i, ta):
+        inner = t.TensorArray(t.float32, size=2)
+        _, inner = t.while_loop(
+            lambda j, a: j < 2, lambda j, a: (j + 1, a.write(j, t.cast(i * 10 + j, t.float32))), [0, inner]
+        )
+        return i + 1, ta.write(i, inner.stack())
+
+    _, ta = t.while_loop(lambda i, ta: i < 3, outer, [0, t.TensorArray(t.float32, size=3)])
+    return ta.stack()
+
+
 VALUES = {
+    "nested loops, each with an array": _nested_loops,
+    "elements of shape [0]": lambda t: (
+        t.TensorArray(t.float32, size=2).write(0, np.zeros(0, np.float32)).stack()
+    ),
+    "size known only when run": lambda t: (
+        t.TensorArray(t.float32, size=t.placeholder_with_default(2, [])).write(0, [1.0]).stack()
+    ),
+    "concat with size known only when run": lambda t: (
+        t.TensorArray(t.float32, size=t.placeholder_with_default(2, [])).unstack(X[:2]).concat()
+    ),
+    "infer_shape=False": lambda t: (
+        t.TensorArray(t.float32, size=2, infer_shape=False).write(0, [1.0, 2.0]).write(1, [3.0, 4.0]).stack()
+    ),
+    "concat of size zero with element_shape": lambda t: t.TensorArray(
+        t.float32, size=0, element_shape=[2, 3]
+    ).concat(),
     "loop writing squares, then stack": _squares,
     "dynamic_size array grown in a loop": _dynamic,
     "unstack, then read in a loop": _unstack_read,
@@ -181,6 +209,14 @@ RUN_ERRORS = {
     "stack of nothing written": (
         lambda t: t.TensorArray(t.float32, size=2).stack(),
         "Could not read from TensorArray index 0",
+    ),
+    "read of a negative index": (
+        lambda t: t.TensorArray(t.float32, size=3).write(0, [1.0]).read(-1),
+        "Tried to read from index -1 but array size is: 3",
+    ),
+    "gather of a negative index": (
+        lambda t: t.TensorArray(t.float32, size=3).write(0, [1.0]).gather([0, -1]),
+        "Tried to read from index -1 but array size is: 3",
     ),
     "read past the end": (
         lambda t: t.TensorArray(t.float32, size=3).write(0, [1.0]).read(3),

@@ -40,7 +40,7 @@ def _error(node, message, cls=errors.InvalidArgumentError):
 def _element_shape(flow_shape, attrs):
     """The static element shape: the array's (`element_shape` attr) merged with the flow's."""
     shape = _given_shape(attrs)
-    if flow_shape.ndims:
+    if flow_shape.ndims and attrs.get("infer_shape", True):  # (else TF knows only the given shape)
         rest = flow_shape[1:]
         if shape.ndims is None:
             return rest

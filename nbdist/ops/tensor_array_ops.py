@@ -83,7 +83,7 @@ class TensorArray:
         self._infer_shape = infer_shape
         self._element_shape = [as_shape(element_shape) if element_shape is not None else TensorShape(None)]
         graph = get_default_graph()
-        with graph.name_scope(name or "TensorArray"):
+        with graph.name_scope(name or "TensorArray") as scope:
             self._size = convert_to_tensor(size if size is not None else 0, dtype=_dtypes.int32, name="size")
             if flow is None:
                 attrs = {
@@ -92,7 +92,7 @@ class TensorArray:
                     "size_static": _static_int(self._size),
                     "tensor_array_name": tensor_array_name or "",
                 }
-                op = registry.make_op("TensorArrayNew", [self._size], attrs, name="TensorArray")
+                op = registry.make_op("TensorArrayNew", [self._size], attrs, name=scope)  # (TF's op name)
                 if not tensor_array_name:
                     attrs["tensor_array_name"] = op.name
                 flow = op.outputs[0]
