@@ -82,7 +82,7 @@ from nbdist.ops.nn_ops import (
 from nbdist.ops.normalization_ops import batch_normalization, l2_normalize, moments
 from nbdist.ops.pool3d_ops import avg_pool3d, max_pool3d
 from nbdist.ops.pool_ops import avg_pool, local_response_normalization, lrn, max_pool
-from nbdist.ops.rnn_more_ops import static_bidirectional_rnn, static_state_saving_rnn
+from nbdist.ops.rnn_more_ops import raw_rnn, static_bidirectional_rnn, static_state_saving_rnn
 from nbdist.ops.rnn_ops import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from nbdist.ops.sampled_loss_ops import compute_accidental_hits, nce_loss, sampled_softmax_loss
 from nbdist.ops.space_batch_ops import depth_to_space, space_to_batch, space_to_depth, with_space_to_batch
@@ -183,6 +183,9 @@ __all__ += ["safe_embedding_lookup_sparse", "static_bidirectional_rnn", "static_
 
 # Issue 32: fractional pooling.
 __all__ += ["fractional_avg_pool", "fractional_max_pool"]
+
+# Issue 32: raw_rnn (on tf.while_loop and TensorArrays).
+__all__ += ["raw_rnn"]
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""`tf.nn.static_bidirectional_rnn`, `tf.nn.static_state_saving_rnn` (nbdist/ops/rnn_more_ops.py)
+"""`tf.nn.static_bidirectional_rnn`, `tf.nn.static_state_saving_rnn`, `tf.nn.raw_rnn` (nbdist/ops/rnn_more_ops.py)
 and `tf.nn.safe_embedding_lookup_sparse` (embedding_more_ops.py) against real TF: variable names,
 outputs, states and gradients of the same program, nbdist's variables loaded with TF's values."""
 
@@ -57,6 +57,37 @@ def _state_saving(t, x, lengths):
     return [*outs, *flatten(state), *gru_outs, gru_state]
 
 
+def _raw_rnn(t, x, lengths):
+    """TF's documented `raw_rnn` loop: inputs read from a TensorArray until each sequence ends."""
+    inputs = t.transpose(x, [1, 0, 2])  # time-major
+    inputs_ta = t.TensorArray(t.float32, size=4, clear_after_read=False).unstack(inputs)
+    lstm = t.nn.rnn_cell.LSTMCell(3)
+
+    def loop_fn(time, cell_output, cell_state, loop_state):
+        first = cell_output is None
+        state = lstm.zero_state(3, t.float32) if first else cell_state
+        emit = None if first else cell_output
+        finished = time >= lengths
+        next_input = t.cond(
+            t.reduce_all(finished), lambda: t.zeros([3, 2], t.float32), lambda: inputs_ta.read(time)
+        )
+        return finished, next_input, state, emit, None
+
+    outputs_ta, state, loop_state = lstm_out = t.nn.raw_rnn(lstm, loop_fn)
+    assert loop_state is None and len(lstm_out) == 3
+    gru = t.nn.rnn_cell.GRUCell(2)
+
+    def emitting_fn(time, cell_output, cell_state, loop_state):
+        if cell_output is None:  # the emit structure (one row's shapes) and a loop state
+            return time >= 3, inputs[0], gru.zero_state(3, t.float32), (t.zeros([2]), t.zeros([])), 0.0
+        emit = (cell_output * 2.0, t.reduce_sum(cell_output, 1))
+        next_input = t.cond(time < 4, lambda: inputs_ta.read(t.minimum(time, 3)), lambda: t.zeros([3, 2]))
+        return time >= 3, next_input, cell_state, emit, loop_state + t.reduce_sum(cell_output)
+
+    (emit_a, emit_b), gru_state, total = t.nn.raw_rnn(gru, emitting_fn, scope="emitting")
+    return [outputs_ta.stack(), *flatten(state), emit_a.stack(), emit_b.stack(), gru_state, total]
+
+
 def _program(t, build, lengths):
     x = t.placeholder(t.float32, [3, 4, 2])
     fetches = build(t, x, lengths)
@@ -82,8 +113,8 @@ def _run(t, build, lengths, values=None, steps=1):
 @pytest.mark.tf
 @pytest.mark.parametrize(
     ("build", "lengths", "steps"),
-    [(_bidirectional, LENGTHS, 1), (_state_saving, LENGTHS, 2)],
-    ids=["bidirectional", "state-saving"],
+    [(_bidirectional, LENGTHS, 1), (_state_saving, LENGTHS, 2), (_raw_rnn, LENGTHS, 1)],
+    ids=["bidirectional", "state-saving", "raw-rnn"],
 )
 def test_static_rnns_match_tf(tf1, build, lengths, steps):
     theirs, values = _run(tf1, build, lengths, steps=steps)
