@@ -124,6 +124,17 @@ def test_values_match_tensorflow(tf1, name):
     _assert_same(_fetch(tf, PARITY[name]), _fetch(tf1, PARITY[name]), name)
 
 
+@pytest.mark.parametrize("name", sorted(PARITY))
+def test_static_shapes_match_tensorflow(tf1, name):
+    def static(lib):
+        with lib.Graph().as_default():
+            out = PARITY[name](lib)
+            parts = [out.indices, out.values, out.dense_shape] if hasattr(out, "dense_shape") else [out]
+            return [p.shape.as_list() if p.shape.ndims is not None else None for p in [*parts, out]]
+
+    assert static(tf) == static(tf1)
+
+
 @pytest.mark.parametrize("path", ["sparse_placeholder", "sparse.placeholder"])
 def test_sparse_placeholder_is_fed_a_sparse_tensor_value(tf1, path):
     value = tf.SparseTensorValue([[0, 1], [2, 0]], [1.5, -2.0], [3, 4])

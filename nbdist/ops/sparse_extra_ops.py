@@ -20,6 +20,7 @@ from nbdist.ops.concat_slice_ops import concat
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.hash_functions import fingerprint64
 from nbdist.ops.reshape_ops import expand_dims, reshape
+from nbdist.ops.shape_ops import get_static_value
 from nbdist.ops.sparse_ops import as_sparse, row_major, sparse_reorder, sparse_specs
 from nbdist.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
@@ -113,19 +114,30 @@ def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False)
         for sp in sp_ids:
             values = as_sparse(sp, "sp_ids").values
             ids.append(expand_dims(math_ops.cast(values, _dtypes.int64), axis=1))
-        sizes = [math_ops.cast(convert_to_tensor(v), _dtypes.int64) for v in vocab_size]
+        raw_sizes = [convert_to_tensor(v) for v in vocab_size]
+        sizes = [math_ops.cast(v, _dtypes.int64) for v in raw_sizes]
         new_indices = concat([sp_values.indices[:, :-1], *ids], 1)
-        new_shape = concat([sp_values.dense_shape[:-1], *[expand_dims(s, 0) for s in sizes]], 0)
+        known = [get_static_value(t) for t in (sp_values.dense_shape, *raw_sizes)]
+        if all(k is not None for k in known):  # (a constant: the result's static shape is known, as TF's)
+            dims = [*np.ravel(known[0])[:-1], *(np.ravel(k)[0] for k in known[1:])]
+            new_shape = convert_to_tensor(np.asarray(dims, np.int64), name="shape")
+        else:
+            new_shape = concat([sp_values.dense_shape[:-1], *[expand_dims(s, 0) for s in sizes]], 0)
         result = SparseTensor(new_indices, sp_values.values, new_shape)
         if already_sorted:
             return result
         ordered = sparse_reorder(result)
+        ordered.indices.set_shape(new_indices.shape)  # (a reorder keeps the number of entries)
+        ordered.values.set_shape(sp_values.values.shape)
         return SparseTensor(ordered.indices, ordered.values, new_shape)
 
 
 # -- EditDistance ----------------------------------------------------------------------------------------
 @registry.shape("EditDistance")
 def _edit_distance_shape(inputs, attrs):
+    hyp_shape, truth_shape = get_static_value(inputs[2]), get_static_value(inputs[5])
+    if hyp_shape is not None and truth_shape is not None and len(hyp_shape) == len(truth_shape):
+        return [(_dtypes.float32, TensorShape([int(d) for d in np.maximum(hyp_shape, truth_shape)[:-1]]))]
     rank = inputs[2].shape[0] if inputs[2].shape.ndims == 1 else None
     return [(_dtypes.float32, TensorShape(None if rank is None else [None] * (rank - 1)))]
 
