@@ -247,3 +247,20 @@ def test_is_tensor_and_is_symbolic_tensor_as_tensorflow(tf1):
                 [True, True, True, True, False, False],
                 [True, False, False, False, False, False],
             )
+
+
+def test_print_to_tf_logging(caplog):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.constant([1, 2])
+        warn = tf.print("w", x, output_stream=tf.logging.warning)
+        err = tf.print("e", x, output_stream=tf.logging.ERROR)
+        assert (warn.get_attr("output_stream"), err.get_attr("output_stream")) == (
+            "log(warning)",
+            "log(error)",
+        )
+        with caplog.at_level("WARNING", logger="nbdist"):
+            sess.run([warn, err])
+    assert sorted((r.levelname, r.getMessage()) for r in caplog.records) == [
+        ("ERROR", "e [1 2]"),
+        ("WARNING", "w [1 2]"),
+    ]

@@ -186,21 +186,22 @@ def _print_v2_kernel(ctx, node, text):
 
 
 def _stream_name(output_stream):
-    streams = {
-        id(sys.stdout): "stdout",
-        id(sys.stderr): "stderr",
-        id(sys.__stdout__): "stdout",
-        id(sys.__stderr__): "stderr",
-        id(tf_logging.info): "log(info)",
-        id(tf_logging.warning): "log(warning)",
-        id(tf_logging.error): "log(error)",
-        tf_logging.INFO: "log(info)",
-        tf_logging.WARN: "log(warning)",
-        tf_logging.ERROR: "log(error)",
-    }
+    """TF's name of an output stream: ``stdout``, ``stderr``, ``log(info)``, ... or the file."""
     if isinstance(output_stream, str) and output_stream.startswith("file://"):
         return output_stream
-    found = streams.get(output_stream if isinstance(output_stream, int) else id(output_stream))
+    streams = (
+        (sys.stdout, "stdout"),
+        (sys.stderr, "stderr"),
+        (sys.__stdout__, "stdout"),
+        (sys.__stderr__, "stderr"),
+        (tf_logging.info, "log(info)"),
+        (tf_logging.warning, "log(warning)"),
+        (tf_logging.error, "log(error)"),
+    )
+    levels = {tf_logging.INFO: "log(info)", tf_logging.WARN: "log(warning)", tf_logging.ERROR: "log(error)"}
+    found = next((name for stream, name in streams if output_stream is stream), None)
+    if found is None and isinstance(output_stream, int) and not isinstance(output_stream, bool):
+        found = levels.get(output_stream)
     if found is None:
         raise ValueError(
             f"Unsupported output stream, logging level, or file.{output_stream}. Supported streams are "
