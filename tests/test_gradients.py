@@ -394,6 +394,19 @@ CASES = [
         [r(1, 3, 4, 2)],
         FLOAT32_IMAGE,
     ),
+    # tf.image's bicubic / crop kernels (nbdist/ops/image_resize_more_ops.py, image_crop_ops.py)
+    (
+        "ResizeBicubic",
+        lambda x: tf.cast(tf.image.resize_bicubic(x, [5, 3]), tf.float64),
+        [r(2, 3, 4, 2)],
+        FLOAT32_IMAGE,
+    ),
+    (
+        "ResizeBicubic",
+        lambda x: tf.cast(tf.image.resize_bicubic(x, [2, 7], half_pixel_centers=True), tf.float64),
+        [r(1, 3, 4, 1)],
+        FLOAT32_IMAGE,
+    ),
     ("ResizeNearestNeighbor", lambda x: tf.image.resize_nearest_neighbor(x, [5, 3]), [r(2, 3, 4, 2)]),
     (
         "ResizeNearestNeighbor",

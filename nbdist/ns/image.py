@@ -56,9 +56,13 @@ from nbdist.ops.image_ops import resize_image_with_crop_or_pad as resize_with_cr
 from nbdist.ops.image_ops import transpose_image as transpose
 from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_images, resize_nearest_neighbor
 from nbdist.ops.image_resize_ops import resize_images as resize
+from nbdist.ops.image_resize_more_ops import resize_area, resize_bicubic, resize_image_with_pad
 from nbdist.ops.patches_ops import extract_image_patches, extract_patches
 
 __all__ = [
+    "resize_image_with_pad",
+    "resize_bicubic",
+    "resize_area",
     "ResizeMethod",
     "adjust_brightness",
     "adjust_contrast",
