@@ -133,6 +133,15 @@ VALUES = {
     ),
     "size of a fixed array": lambda t: t.TensorArray(t.float32, size=3).size(),
     "identity": lambda t: t.TensorArray(t.float32, size=1).write(0, 5.0).identity().stack(),
+    "map_fn of a function reading an array": lambda t: t.map_fn(
+        lambda x: t.TensorArray(t.float32, size=2).unstack(x).read(1), np.ones((3, 2, 2), np.float32)
+    ),
+    "a loop's shape_invariants naming the array's": lambda t: t.while_loop(
+        lambda i, ta: i < 2,
+        lambda i, ta: (i + 1, ta.write(i, [1.0])),
+        [0, t.TensorArray(t.float32, size=2)],
+        shape_invariants=[t.TensorShape([]), t.TensorShape(None)],
+    )[1].stack(),
     "vectorized_map": lambda t: t.vectorized_map(lambda x: t.reduce_sum(x * x) + x, X),
     "vectorized_map of a structure": lambda t: t.vectorized_map(
         lambda e: (e[0] * 2.0, e[1] - 1), (X, np.arange(4))

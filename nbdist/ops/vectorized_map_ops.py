@@ -5,8 +5,6 @@ nbdist runs it as `tf.map_fn` (one `While` loop, an iteration per element): the 
 and static shapes, one element at a time.
 """
 
-from nbdist.graph.graph import Tensor
-from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.nest import flatten, pack_sequence_as
 from nbdist.ops.while_ops import map_fn
@@ -31,12 +29,7 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
     """
     del fallback_to_while_loop, warn
     flat = [convert_to_tensor(e) for e in flatten(elems)]
-    result = map_fn(fn, pack_sequence_as(elems, flat), name="loop_body")
-    batch = next((t.shape[0] for t in flat if t.shape.ndims and t.shape[0] is not None), None)
-    for t in flatten(result):
-        if isinstance(t, Tensor) and t.shape.ndims and batch is not None:
-            t.set_shape(TensorShape([batch]).concatenate(t.shape[1:]))
-    return result
+    return map_fn(fn, pack_sequence_as(elems, flat), name="loop_body")
 
 
 __all__ = ["vectorized_map"]

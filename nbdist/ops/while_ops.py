@@ -451,6 +451,10 @@ def map_fn(
             "while",
             accumulates=True,
         )
+    batch = flat[0].shape[0] if flat[0].shape.ndims else None
+    for t in stacked:  # (the number of results is the number of elements: TF's static shape)
+        if batch is not None and t.shape.ndims:
+            t.set_shape(TensorShape([batch]).concatenate(t.shape[1:]))
     return pack_sequence_as(out_structure[0], stacked)
 
 
