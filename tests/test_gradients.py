@@ -128,6 +128,35 @@ CASES = [
     ("AvgPoolGrad", _second_order(lambda x: tf.nn.avg_pool(x * x, 3, 2, "SAME")), [r(1, 5, 4, 2)]),
     ("LRN", lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75), [r(2, 2, 1, 6)]),
     (
+        "Conv3D",
+        lambda x, w: tf.nn.conv3d(x, w, [1, 2, 1, 1, 1], "SAME"),
+        [r(1, 3, 4, 3, 2), r(2, 2, 2, 2, 2)],
+    ),
+    (
+        "Conv3D",
+        lambda x, w: tf.nn.conv3d(x, w, [1] * 5, "VALID", "NCDHW", [1, 1, 2, 1, 1]),
+        [r(1, 2, 3, 4, 3), r(1, 2, 2, 2, 1)],
+    ),
+    (
+        "Conv3DBackpropInputV2",
+        lambda w, dy: tf.nn.conv3d_transpose(dy, w, [1, 4, 3, 4, 2], [1, 2, 1, 2, 1]),
+        [r(2, 2, 2, 2, 3), r(1, 2, 3, 2, 3)],
+    ),
+    (
+        "Conv3DBackpropFilterV2",
+        lambda x, dy: tf.nn.conv3d_backprop_filter_v2(x, [2, 2, 1, 2, 3], dy, [1, 1, 2, 1, 1], "SAME"),
+        [r(1, 3, 4, 2, 2), r(1, 3, 2, 2, 3)],
+    ),
+    ("MaxPool3D", lambda x: tf.nn.max_pool3d(x, 2, [1, 2, 1], "SAME"), [r(1, 3, 4, 3, 2)]),
+    ("MaxPool3DGrad", _second_order(lambda x: tf.nn.max_pool3d(x * x, 2, 1, "SAME")), [r(1, 2, 3, 2, 2)]),
+    (
+        "MaxPool3DGradGrad",
+        _second_order(_second_order(lambda x: tf.nn.max_pool3d(x * x * x, 2, 1, "VALID"))),
+        [r(1, 2, 3, 3, 1)],
+    ),
+    ("AvgPool3D", lambda x: tf.nn.avg_pool3d(x, [2, 3, 2], 2, "SAME", "NCDHW"), [r(1, 2, 3, 4, 3)]),
+    ("AvgPool3DGrad", _second_order(lambda x: tf.nn.avg_pool3d(x * x, 2, 1, "SAME")), [r(1, 3, 2, 3, 2)]),
+    (
         "FractionalMaxPool",
         lambda x: tf.nn.fractional_max_pool(x, [1.0, 2.0, 1.5, 1.0], deterministic=True, seed=1, seed2=2)[0],
         [r(1, 4, 5, 2)],
