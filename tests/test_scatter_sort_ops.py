@@ -188,10 +188,26 @@ def _assert_same(ours, theirs, name):
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9, err_msg=name)
 
 
+def _all_values(lib):
+    """Every parity case built in one graph (a name scope each) and run in one step."""
+    with lib.Graph().as_default(), lib.Session() as sess:
+        fetches = {}
+        for name, build in {**PARITY, **VARIABLES}.items():
+            with lib.name_scope(name):
+                fetches[name] = build(lib)
+        sess.run(lib.global_variables_initializer())
+        values = sess.run(fetches)
+        return {name: (values[name], _static(fetch)) for name, fetch in fetches.items()}
+
+
+@pytest.fixture(scope="module")
+def both(tf1):
+    return _all_values(tf), _all_values(tf1)
+
+
 @pytest.mark.parametrize("name", sorted({**PARITY, **VARIABLES}))
-def test_values_dtypes_and_static_shapes_match_tensorflow(tf1, name):
-    build = {**PARITY, **VARIABLES}[name]
-    (ours, our_static), (theirs, their_static) = _value(tf, build), _value(tf1, build)
+def test_values_dtypes_and_static_shapes_match_tensorflow(both, name):
+    (ours, our_static), (theirs, their_static) = both[0][name], both[1][name]
     _assert_same(ours, theirs, name)
     assert our_static == their_static, name
 

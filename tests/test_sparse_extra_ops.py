@@ -119,20 +119,35 @@ def _assert_same(ours, theirs, name):
     np.testing.assert_array_equal(ours, theirs, err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(PARITY))
-def test_values_match_tensorflow(tf1, name):
-    _assert_same(_fetch(tf, PARITY[name]), _fetch(tf1, PARITY[name]), name)
+def _static(out):
+    parts = [out.indices, out.values, out.dense_shape] if hasattr(out, "dense_shape") else [out]
+    return [p.shape.as_list() if p.shape.ndims is not None else None for p in [*parts, out]]
+
+
+def _all_values(lib):
+    """Every parity case built in one graph (a name scope each) and run in one step."""
+    with lib.Graph().as_default(), lib.Session() as sess:
+        fetches = {}
+        for name, build in PARITY.items():
+            with lib.name_scope(name):
+                fetches[name] = build(lib)
+        values = sess.run(fetches)
+        return {name: (values[name], _static(fetch)) for name, fetch in fetches.items()}
+
+
+@pytest.fixture(scope="module")
+def both(tf1):
+    return _all_values(tf), _all_values(tf1)
 
 
 @pytest.mark.parametrize("name", sorted(PARITY))
-def test_static_shapes_match_tensorflow(tf1, name):
-    def static(lib):
-        with lib.Graph().as_default():
-            out = PARITY[name](lib)
-            parts = [out.indices, out.values, out.dense_shape] if hasattr(out, "dense_shape") else [out]
-            return [p.shape.as_list() if p.shape.ndims is not None else None for p in [*parts, out]]
+def test_values_match_tensorflow(both, name):
+    _assert_same(both[0][name][0], both[1][name][0], name)
 
-    assert static(tf) == static(tf1)
+
+@pytest.mark.parametrize("name", sorted(PARITY))
+def test_static_shapes_match_tensorflow(both, name):
+    assert both[0][name][1] == both[1][name][1], name
 
 
 @pytest.mark.parametrize("path", ["sparse_placeholder", "sparse.placeholder"])
