@@ -150,6 +150,43 @@ def test_synchronization_and_aggregation_as_tf(tf1):
     assert names[0][0] == (False, "ON_READ", 3, "SUM", 1)
 
 
+def test_partitioned_shards_keep_synchronization_and_aggregation(tf1):
+    def build(lib):
+        shards = lib.get_variable(
+            "p",
+            [4, 2],
+            initializer=lib.zeros_initializer(),
+            partitioner=lib.fixed_size_partitioner(2),
+            synchronization=lib.VariableSynchronization.ON_READ,
+            aggregation=lib.VariableAggregation.MEAN,
+        )
+        described = [(v.name, v.trainable, v.synchronization.name, v.aggregation.name) for v in shards]
+        return [described, lib.trainable_variables()], list(shards)
+
+    names, _ = _same(tf1, build)
+    assert names[0] == [("p/part_0:0", False, "ON_READ", "MEAN"), ("p/part_1:0", False, "ON_READ", "MEAN")]
+
+
+def test_custom_getter_of_a_template_sees_every_variable(tf1):
+    def build(lib):
+        seen = []
+
+        def custom(getter, name, *args, **kwargs):  # TF passes `getter` and `name` by keyword
+            seen.append(
+                (name, kwargs["trainable"], kwargs["synchronization"].name, kwargs["aggregation"].name)
+            )
+            return getter(name, *args, **kwargs)
+
+        t = lib.make_template(
+            "g", lambda: lib.get_variable("w", [1], initializer=lib.ones_initializer()), custom_getter_=custom
+        )
+        v, again = t(), t()
+        return [seen, v is again, v.name], [v]
+
+    names, _ = _same(tf1, build)
+    assert names[0] == [("g/w", True, "AUTO", "NONE")] * 2
+
+
 def test_the_enums_have_tf_values(tf1):
     for ours, theirs in (
         (tf.VariableSynchronization, tf1.VariableSynchronization),

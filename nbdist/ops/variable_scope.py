@@ -19,6 +19,7 @@ from nbdist.ops.partitioned_variables import (
     min_max_variable_partitioner,
     variable_axis_size_partitioner,
 )
+from nbdist.ops.variable_creation import validate_synchronization_aggregation_trainable
 from nbdist.ops.variable_store import VariableStore, true_getter
 
 __all__ = [
@@ -166,6 +167,12 @@ class VariableScope:
         if kwargs.get("dtype") is None:
             kwargs["dtype"] = self._dtype
         reuse = self._reuse if kwargs.pop("reuse", None) is None else True
+        # TF's defaults (trainable unless ON_READ), settled before a custom getter sees them.
+        kwargs["synchronization"], kwargs["aggregation"], kwargs["trainable"] = (
+            validate_synchronization_aggregation_trainable(
+                kwargs.get("synchronization"), kwargs.get("aggregation"), kwargs.get("trainable"), full_name
+            )
+        )
         custom_getter = kwargs.pop("custom_getter", None)
         if self._custom_getter is not None:
             custom_getter = (

@@ -74,6 +74,7 @@ def true_getter(
             collections,
             partitioner,
             validate_shape,
+            sync[:2],
         )
     if name in var_store.partitioned:
         raise ValueError(
@@ -199,6 +200,7 @@ def _get_partitioned(
     collections,
     partitioner,
     validate_shape,
+    sync=(None, None),
 ):
     if name in var_store.vars:
         raise ValueError(
@@ -260,6 +262,7 @@ def _get_partitioned(
                 collections,
                 validate_shape,
                 PartitionInfo(dims, offset),
+                sync,
             )
         )
     pv = PartitionedVariable(name, dims, dtype, shards, partitions)
