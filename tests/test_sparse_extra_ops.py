@@ -206,6 +206,7 @@ def test_sparse_conditional_accumulator_is_at_tf_sparse(tf1):
             TypeError,
             "Hypothesis must be a SparseTensor",
         ),
+        (lambda t: t.edit_distance(t.SparseTensor([[0, 0]], [1], [1, 1]), _truth(t)), TypeError, "int32"),
         (
             lambda t: t.sparse_merge(_ids(t), _weights(t), 5.0),
             TypeError,

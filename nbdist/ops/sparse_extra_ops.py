@@ -192,6 +192,11 @@ def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
         if not isinstance(sp, (SparseTensor, SparseTensorValue)):
             raise TypeError(f"{what} must be a SparseTensor.")
     hypothesis, truth = as_sparse(hypothesis), as_sparse(truth)
+    if hypothesis.dtype != truth.dtype:
+        raise TypeError(
+            f"tf.edit_distance: truth values are {truth.dtype.name}, hypothesis values "
+            f"{hypothesis.dtype.name}; they must have one dtype"
+        )
     inputs = [hypothesis.indices, hypothesis.values, hypothesis.dense_shape]
     inputs += [truth.indices, truth.values, truth.dense_shape]
     return registry.make_op("EditDistance", inputs, {"normalize": bool(normalize)}, name=name).outputs[0]
