@@ -223,6 +223,30 @@ def test_init_scope_lifts_out_of_control_dependencies(tf1):
     assert names[2] == [["s/dep"], []]
 
 
+def test_init_scope_leaves_a_cond_branch(tf1):
+    def build(lib):
+        made = []
+
+        def branch():
+            with lib.init_scope():
+                made.append(lib.constant(4.0, name="lifted"))
+            return lib.constant(1.0) + 1
+
+        out = lib.cond(lib.constant(False), branch, lambda: lib.constant(0.0))
+        lifted = made[0]
+        return [
+            lifted.name,
+            [op.name for op in lifted.op.control_inputs],
+            [i.name for i in lifted.op.inputs],
+        ], [
+            lifted,
+            out,
+        ]
+
+    names, values = _same(tf1, build)
+    assert names == ["cond/lifted:0", [], []] and values == [4.0, 0.0]
+
+
 def test_init_scope_leaves_a_while_loop_body(graph):
     made = []
 

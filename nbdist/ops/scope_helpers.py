@@ -31,15 +31,21 @@ _log = logging.getLogger("nbdist")
 
 @contextlib.contextmanager
 def init_scope():
-    """`tf.init_scope`: ops made inside have no control dependencies and live in the outermost
-    graph (not a `tf.while_loop` body's), under the same name scope (TF's)."""
+    """`tf.init_scope`: ops made inside have no control dependencies, belong to no `tf.cond`
+    branch and live in the outermost graph (not a `tf.while_loop` body's), under the same name
+    scope (TF's)."""
     graph = get_default_graph()
     scope = graph.get_name_scope()
     outer = graph
     while isinstance(outer, FuncGraph):
         outer = outer.outer
     with outer.as_default(), outer.name_scope(scope + "/" if scope else ""), outer.control_dependencies(None):
-        yield
+        context = outer.get_control_flow_context()
+        outer.set_control_flow_context(None)
+        try:
+            yield
+        finally:
+            outer.set_control_flow_context(context)
 
 
 @contextlib.contextmanager
