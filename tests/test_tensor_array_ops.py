@@ -1,6 +1,8 @@
 """`tf.TensorArray` (ops/tensor_array_ops.py: a value whose flow holds the array) and
 `tf.vectorized_map`: values, static shapes, gradients and errors against tensorflow.compat.v1."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -347,3 +349,21 @@ def test_a_loop_gradient_through_a_dynamic_array():
         )
         (g,) = tf.gradients(tf.reduce_sum(ta.stack()), x)
         assert sess.run(g) == pytest.approx(1 + 2 * 2 + 3 * 4)
+
+
+def test_signatures_are_tensorflows(tf1):
+    for method in (
+        "__init__",
+        "read",
+        "write",
+        "gather",
+        "scatter",
+        "stack",
+        "unstack",
+        "concat",
+        "split",
+        "size",
+    ):
+        ours, theirs = getattr(tf.TensorArray, method), getattr(tf1.TensorArray, method)
+        assert inspect.signature(ours) == inspect.signature(theirs), method
+    assert inspect.signature(tf.vectorized_map) == inspect.signature(tf1.vectorized_map)
