@@ -8,6 +8,7 @@ A TF name nbdist does not support raises an `AttributeError` that says so.
 import platform as _platform
 
 from nbdist import errors
+from nbdist.errors import OpError
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
 from nbdist._widget_names import TF_WIDGETS as _TF_WIDGETS  # names only: no notebook code
@@ -113,6 +114,7 @@ from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_codec_ops as _string_codec_ops
 from nbdist.ops import string_hash_ops as _string_hash_ops
 from nbdist.ops import string_ops as _string_ops
+from nbdist.ops import tensor_conversion as _tensor_conversion
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
 from nbdist.ops import template as _template
 from nbdist.ops import tensor_array_ops as _tensor_array_ops
@@ -203,6 +205,7 @@ _export_all(
     _reader_ops,
     _slice_ops,
     _string_ops,
+    _tensor_conversion,
     _string_hash_ops,
     _string_codec_ops,
     _scatter_nd_ops,
