@@ -238,10 +238,12 @@ def wrap_fetched_handle(value, tensor, session):
 def delete_dead_handles(session):
     """Deletes the values of `session`'s unreferenced `TensorHandle`s once there are enough of
     them (TF's threshold), before `session` runs a step."""
+    if not _dead_handles:  # (every run asks: no weak reference made when nothing was dropped)
+        return
     dead = _dead_handles.get(session)
     if not dead or len(dead) < _DEAD_HANDLES_THRESHOLD:
         return
-    _dead_handles[session] = []
+    del _dead_handles[session]
     for handle in dead:
         holder, deleter = _cached(session.graph, "deleter", _device_of(handle))
         session.run(deleter, feed_dict={holder: handle})
