@@ -81,6 +81,7 @@ from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import int_div_ops as _int_div_ops
 from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
+from nbdist.ops import linalg_matfunc_ops as _linalg_matfunc_ops
 from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
 from nbdist.ops import math_ops as _math_ops
@@ -193,6 +194,7 @@ _export_all(
     _linalg_ops,
     _linalg_solve_ops,
     _linalg_decomp_ops,
+    _linalg_matfunc_ops,
     _einsum_ops,
     _parsing_ops,
     _example_parsing_ops,

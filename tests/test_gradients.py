@@ -381,6 +381,10 @@ CASES = [
     ("MatrixBandPart", lambda x: tf.matrix_band_part(x, 1, 0), [r(2, 3, 4)]),
     ("MatrixSolve", tf.matrix_solve, [r(2, 3, 3) + 3 * np.eye(3), r(2, 3, 2)]),
     ("MatrixSolve", lambda a, b: tf.matrix_solve(a, b, adjoint=True), [r(3, 3) + 3 * np.eye(3), r(3, 1)]),
+    ("MatrixExponential", lambda a: tf.linalg.expm(a * 0.5), [r(2, 3, 3)]),
+    ("MatrixSquareRoot", lambda a: tf.linalg.sqrtm(tf.einsum("...ij,...kj->...ik", a, a) + np.eye(3)), [r(2, 3, 3)]),
+    ("TridiagonalSolve", lambda d, b: tf.linalg.tridiagonal_solve(d + [[0.0], [4.0], [0.0]], b), [r(2, 3, 4), r(2, 4, 2)]),
+    ("TridiagonalMatMul", tf.linalg.tridiagonal_matmul, [r(2, 3, 4), r(2, 4, 3)]),
     ("MatrixTriangularSolve", tf.matrix_triangular_solve, [r(2, 3, 3) + 3 * np.eye(3), r(2, 3, 2)]),
     (
         "MatrixTriangularSolve",

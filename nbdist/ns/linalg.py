@@ -8,6 +8,15 @@ from nbdist.ops.einsum_ops import einsum, matvec, tensordot
 from nbdist.ops.linalg_decomp_ops import adjoint, cross, lu, matrix_rank, norm, normalize, pinv, qr, svd
 from nbdist.ops.linalg_decomp_ops import self_adjoint_eig as eigh
 from nbdist.ops.linalg_decomp_ops import self_adjoint_eigvals as eigvalsh
+from nbdist.ops.linalg_lu_tridiag_ops import (
+    eigh_tridiagonal,
+    lu_matrix_inverse,
+    lu_reconstruct,
+    lu_solve,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
+from nbdist.ops.linalg_matfunc_ops import expm, logm, sqrtm
 from nbdist.ops.linalg_ops import diag as tensor_diag
 from nbdist.ops.linalg_ops import diag_part as tensor_diag_part
 from nbdist.ops.linalg_ops import eye, matrix_transpose, trace
@@ -35,15 +44,21 @@ __all__ = [
     "diag",
     "diag_part",
     "eigh",
+    "eigh_tridiagonal",
     "eigvalsh",
     "einsum",
+    "expm",
     "eye",
     "global_norm",
     "inv",
     "l2_normalize",
+    "logm",
     "logdet",
     "lstsq",
     "lu",
+    "lu_matrix_inverse",
+    "lu_reconstruct",
+    "lu_solve",
     "matmul",
     "matrix_rank",
     "matrix_transpose",
@@ -55,6 +70,7 @@ __all__ = [
     "set_diag",
     "slogdet",
     "solve",
+    "sqrtm",
     "svd",
     "tensor_diag",
     "tensor_diag_part",
@@ -62,6 +78,8 @@ __all__ = [
     "trace",
     "transpose",
     "triangular_solve",
+    "tridiagonal_matmul",
+    "tridiagonal_solve",
 ]
 
 
