@@ -82,7 +82,15 @@ def _nested_loops(t):
     return ta.stack()
 
 
+def _grad_through_carried_reads(t):
+    x = t.constant(1.5)
+    ta = t.TensorArray(t.float32, size=4).write(0, x)
+    _, ta = t.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i + 1, ta.read(i) * x)), [0, ta])
+    return t.gradients(ta.read(3), x)[0]  # d(x**4)/dx
+
+
 VALUES = {
+    "gradient through reads of a loop-carried array": _grad_through_carried_reads,
     "nested loops, each with an array": _nested_loops,
     "elements of shape [0]": lambda t: (
         t.TensorArray(t.float32, size=2).write(0, np.zeros(0, np.float32)).stack()

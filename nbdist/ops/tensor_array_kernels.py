@@ -114,9 +114,12 @@ def _write_rows(node, flow, indices, rows, size, what):
             errors.InvalidArgumentError if attrs["infer_shape"] else errors.UnimplementedError,
         )
     grown = max(n, int(indices.max()) + 1) if indices.size else n
-    out = np.zeros((grown, *element), flow.dtype)
-    if allocated:
-        out[:n] = flow
+    if allocated and grown == n:
+        out = flow.copy()  # (the old flow stays as it was: a loop's history may hold it)
+    else:
+        out = np.zeros((grown, *element), flow.dtype)
+        if allocated:
+            out[:n] = flow
     out[indices] = rows
     return out
 
