@@ -3,8 +3,6 @@
 becomes (handle strings, values, deletion, TF's errors, dead handles deleted by a later run),
 in a local session and on a cluster of two in-process servers."""
 
-import gc
-
 import numpy as np
 import pytest
 
@@ -110,7 +108,6 @@ def _dead_handles_deleted(lib):
         h = lib.get_session_handle(lib.constant(7))
         with lib.Session() as sess:
             handles = [sess.run(h).handle for _ in range(12)]  # each TensorHandle dropped at once
-            gc.collect()
             sess.run(lib.constant(0))  # this run deletes them first (TF: once there are 10 or more)
             holder, value = lib.get_session_tensor(handles[0], lib.int32)
             with pytest.raises(lib.errors.InvalidArgumentError, match="is not in the session store"):
