@@ -122,6 +122,7 @@ from nbdist.ops import tensor_array_ops as _tensor_array_ops
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import timestamp_ops as _timestamp_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
+from nbdist.ops import type_spec as _type_spec
 from nbdist.ops import variable_creation as _variable_creation
 from nbdist.ops import variable_scope as _variable_scope
 from nbdist.ops import vectorized_map_ops as _vectorized_map_ops
@@ -186,6 +187,7 @@ _export_all(
     _timestamp_ops,
     _bfloat16_ops,
     _session_ops,
+    _type_spec,
     _queue_ops,
     _queue_more_ops,
     _accumulator_ops,
