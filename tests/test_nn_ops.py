@@ -250,5 +250,5 @@ def test_dropout_needs_exactly_one_of_keep_prob_and_rate():
 
 
 def test_unsupported_nn_name_says_so():
-    with pytest.raises(AttributeError, match=r"tf.nn.conv3d is not supported by nbdist yet"):
-        _ = tf.nn.conv3d
+    with pytest.raises(AttributeError, match=r"tf.nn.quantized_conv2d is not supported by nbdist yet"):
+        _ = tf.nn.quantized_conv2d
