@@ -237,6 +237,10 @@ RUN_ERRORS = {
         lambda t: t.TensorArray(t.float32, size=3).write(0, [1.0]).gather([0, -1]),
         "Tried to read from index -1 but array size is: 3",
     ),
+    "scatter to a negative index": (
+        lambda t: t.TensorArray(t.float32, size=3).scatter([-1], [[1.0]]).stack(),
+        "Tried to write to index -1 but array is not resizeable and size is: 3",
+    ),
     "read past the end": (
         lambda t: t.TensorArray(t.float32, size=3).write(0, [1.0]).read(3),
         "Tried to read from index 3 but array size is: 3",
@@ -307,6 +311,15 @@ def test_element_shape_given_refuses_another_shape(tf1):
     for lib in (tf, tf1):
         with lib.Graph().as_default(), pytest.raises(ValueError, match=r"saw \(2,\) but expected \(3,\)"):
             lib.TensorArray(lib.float32, size=3, element_shape=[3]).write(0, [1.0, 2.0])
+
+
+def test_scatter_of_another_number_of_rows_raises_while_building(tf1):
+    for lib in (tf, tf1):
+        with (
+            lib.Graph().as_default(),
+            pytest.raises(ValueError, match="Dimensions must be equal, but are 1 and 2"),
+        ):
+            lib.TensorArray(lib.float32, size=3).scatter([0, 1], [[1.0]])
 
 
 def test_size_is_required_without_a_flow(tf1):

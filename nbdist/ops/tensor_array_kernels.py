@@ -94,10 +94,8 @@ def _write_rows(node, flow, indices, rows, size, what):
     indices = np.asarray(indices, np.int64).reshape(-1)
     for i in indices:
         if i < 0 or (i >= n and not attrs["dynamic_size"]):
-            if what == "scatter":
+            if what == "scatter" and i >= 0:
                 message = f"Max scatter index must be < array size ({int(indices.max())} vs. {n})"
-                if i < 0:
-                    message = f"TensorArray {name}: Could not scatter to index {int(i)}: indices must be >= 0"
             else:
                 message = (
                     f"TensorArray {name}: Tried to write to index {int(i)} but array is not resizeable "

@@ -186,6 +186,12 @@ class TensorArray:
         """A TensorArray with ``value[k]`` at ``indices[k]``."""
         value = self._value(value)
         indices = convert_to_tensor(indices, dtype=_dtypes.int32, name="indices")
+        n, rows = indices.shape[0] if indices.shape.ndims == 1 else None, value.shape[:1]
+        if value.shape.ndims and n is not None and rows[0] is not None and rows[0] != n:
+            raise ValueError(
+                f"Dimensions must be equal, but are {rows[0]} and {n} for TensorArrayScatter: value "
+                f"{value.name} has {rows[0]} rows for {n} indices"
+            )
         if value.shape.ndims:
             self._merge_element_shape(value.shape[1:])
         flow = self._make(
