@@ -449,6 +449,28 @@ CASES = [
         [r(1, 3, 4, 1)],
         FLOAT32_IMAGE,
     ),
+    (
+        "CropAndResize",
+        lambda x: tf.cast(
+            tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9], [0.8, 0.6, 0.3, 0.1]], [1, 0], [3, 4]), tf.float64
+        ),
+        [r(2, 4, 5, 2)],
+        FLOAT32_IMAGE,
+    ),
+    (
+        "CropAndResize",
+        lambda b: tf.cast(
+            tf.image.crop_and_resize(_f64(r(2, 4, 5, 2)), tf.cast(b, tf.float32), [1, 0], [3, 2]), tf.float64
+        ),
+        [np.array([[0.13, 0.21, 0.72, 0.88], [0.81, 0.64, 0.33, 0.12]])],
+        {"eps": 1e-3, "rtol": 2e-2, "atol": 2e-2},
+    ),
+    (
+        "CropAndResize",
+        lambda x: tf.cast(tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9]], [0], [3, 4], method="nearest"), tf.float64),
+        [r(1, 4, 5, 2)],
+        FLOAT32_IMAGE,
+    ),
     ("ResizeNearestNeighbor", lambda x: tf.image.resize_nearest_neighbor(x, [5, 3]), [r(2, 3, 4, 2)]),
     (
         "ResizeNearestNeighbor",

@@ -68,7 +68,10 @@ def test_resize_static_shapes_and_errors(tf1):
         assert tf.image.resize_area(x, [5, 1]).dtype == tf.float32
         with pytest.raises(ValueError, match="align_corners must be False"):
             tf.image.resize_bicubic(x, [2, 2], align_corners=True, half_pixel_centers=True)
-        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="ResizeArea.*positive"):
+        with (
+            tf.Session() as sess,
+            pytest.raises(tf.errors.InvalidArgumentError, match=r"ResizeArea.*positive"),
+        ):
             sess.run(tf.image.resize_area(tf.constant(U1), tf.constant([0, 3])))
 
 

@@ -26,6 +26,7 @@ from nbdist.ops.image_color_ops import (
     random_saturation,
     rgb_to_hsv,
 )
+from nbdist.ops.image_crop_ops import crop_and_resize, draw_bounding_boxes, extract_glimpse
 from nbdist.ops.image_ops import (
     adjust_brightness,
     adjust_contrast,
@@ -54,15 +55,12 @@ from nbdist.ops.image_ops import (
 )
 from nbdist.ops.image_ops import resize_image_with_crop_or_pad as resize_with_crop_or_pad
 from nbdist.ops.image_ops import transpose_image as transpose
+from nbdist.ops.image_resize_more_ops import resize_area, resize_bicubic, resize_image_with_pad
 from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_images, resize_nearest_neighbor
 from nbdist.ops.image_resize_ops import resize_images as resize
-from nbdist.ops.image_resize_more_ops import resize_area, resize_bicubic, resize_image_with_pad
 from nbdist.ops.patches_ops import extract_image_patches, extract_patches
 
 __all__ = [
-    "resize_image_with_pad",
-    "resize_bicubic",
-    "resize_area",
     "ResizeMethod",
     "adjust_brightness",
     "adjust_contrast",
@@ -71,6 +69,7 @@ __all__ = [
     "adjust_saturation",
     "central_crop",
     "convert_image_dtype",
+    "crop_and_resize",
     "crop_to_bounding_box",
     "decode_and_crop_jpeg",
     "decode_bmp",
@@ -79,8 +78,10 @@ __all__ = [
     "decode_jpeg",
     "decode_png",
     "decode_webp",
+    "draw_bounding_boxes",
     "encode_jpeg",
     "encode_png",
+    "extract_glimpse",
     "extract_image_patches",
     "extract_jpeg_shape",
     "extract_patches",
@@ -102,8 +103,11 @@ __all__ = [
     "random_hue",
     "random_saturation",
     "resize",
+    "resize_area",
+    "resize_bicubic",
     "resize_bilinear",
     "resize_image_with_crop_or_pad",
+    "resize_image_with_pad",
     "resize_images",
     "resize_nearest_neighbor",
     "resize_with_crop_or_pad",

@@ -83,7 +83,9 @@ def _resize_shape(inputs, attrs):
 
 def _check(node, images, size):
     if images.ndim != 4:
-        raise invalid_argument(node, f"{node.op}: input must be 4-dimensional, got shape {list(images.shape)}")
+        raise invalid_argument(
+            node, f"{node.op}: input must be 4-dimensional, got shape {list(images.shape)}"
+        )
     size = np.ravel(size)
     if size.shape != (2,):
         raise invalid_argument(node, f"{node.op}: shape_t must have two elements, got {size.tolist()}")
@@ -91,7 +93,9 @@ def _check(node, images, size):
     if out_h <= 0 or out_w <= 0:
         raise invalid_argument(node, f"{node.op}: output dimensions must be positive, got {[out_h, out_w]}")
     if images.shape[1] == 0 or images.shape[2] == 0:
-        raise invalid_argument(node, f"{node.op}: input image must be of non-zero size, got {list(images.shape)}")
+        raise invalid_argument(
+            node, f"{node.op}: input image must be of non-zero size, got {list(images.shape)}"
+        )
     return out_h, out_w
 
 
@@ -224,14 +228,18 @@ _BY_METHOD = {
 def _static_int(value, what):
     static = get_static_value(convert_to_tensor(value, dtype=_dtypes.int32))
     if static is None:
-        raise ValueError(f"tf.image.resize_image_with_pad (nbdist): {what} must be known statically, got {value!r}")
+        raise ValueError(
+            f"tf.image.resize_image_with_pad (nbdist): {what} must be known statically, got {value!r}"
+        )
     static = int(static)
     if static <= 0:
         raise ValueError(f"{what} must be > 0.")
     return static
 
 
-def resize_image_with_pad(image, target_height, target_width, method=ResizeMethod.BILINEAR, align_corners=False):
+def resize_image_with_pad(
+    image, target_height, target_width, method=ResizeMethod.BILINEAR, align_corners=False
+):
     """`tf.image.resize_image_with_pad`: `image` (3-D or 4-D) scaled by `method` to fit
     ``target_height x target_width`` keeping its aspect ratio, then zero-padded (centred) to it.
 
@@ -247,7 +255,9 @@ def resize_image_with_pad(image, target_height, target_width, method=ResizeMetho
         batch = image if ndims == 4 else expand_dims(image, 0)
         height, width = batch.shape.dims[1:3]
         if height is None or width is None:
-            raise ValueError(f"tf.image.resize_image_with_pad (nbdist): height and width of {image.shape} must be static")
+            raise ValueError(
+                f"tf.image.resize_image_with_pad (nbdist): height and width of {image.shape} must be static"
+            )
         th = _static_int(target_height, "target_height")
         tw = _static_int(target_width, "target_width")
         f32 = np.float32
@@ -256,6 +266,8 @@ def resize_image_with_pad(image, target_height, target_width, method=ResizeMetho
         pad_h = max(0, int(np.floor((f32(th) - new_h) / f32(2))))
         pad_w = max(0, int(np.floor((f32(tw) - new_w) / f32(2))))
         size = [int(np.floor(new_h)), int(np.floor(new_w))]
-        resized = _BY_METHOD[method](batch, size, align_corners=align_corners)  # (even to its own size, as TF)
+        resized = _BY_METHOD[method](
+            batch, size, align_corners=align_corners
+        )  # (even to its own size, as TF)
         padded = pad_to_bounding_box(resized, pad_h, pad_w, th, tw)
         return padded if ndims == 4 else squeeze(padded, [0])
