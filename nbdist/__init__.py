@@ -117,6 +117,7 @@ from nbdist.ops import string_hash_ops as _string_hash_ops
 from nbdist.ops import string_ops as _string_ops
 from nbdist.ops import tensor_conversion as _tensor_conversion
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
+from nbdist.ops import tensor_proto_ops as _tensor_proto_ops
 from nbdist.ops import template as _template
 from nbdist.ops import tensor_array_ops as _tensor_array_ops
 from nbdist.ops import tile_ops as _tile_ops
@@ -210,6 +211,7 @@ _export_all(
     _slice_ops,
     _string_ops,
     _tensor_conversion,
+    _tensor_proto_ops,
     _string_hash_ops,
     _string_codec_ops,
     _scatter_nd_ops,
