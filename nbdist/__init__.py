@@ -8,10 +8,10 @@ A TF name nbdist does not support raises an `AttributeError` that says so.
 import platform as _platform
 
 from nbdist import errors
-from nbdist.errors import OpError
 from nbdist._facade import export_all as _export_all
 from nbdist._facade import unsupported as _unsupported
 from nbdist._widget_names import TF_WIDGETS as _TF_WIDGETS  # names only: no notebook code
+from nbdist.errors import OpError
 from nbdist.export.from_tf import import_graph_def  # nbdist's, also taking TF's GraphDef protos
 from nbdist.graph.default_session import get_default_session
 from nbdist.graph.device import DeviceSpec
@@ -79,11 +79,11 @@ from nbdist.ops import fft_ops as _fft_ops
 from nbdist.ops import index_ops as _index_ops
 from nbdist.ops import init_ops as _init_ops
 from nbdist.ops import int_div_ops as _int_div_ops
-from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import linalg_decomp_ops as _linalg_decomp_ops
 from nbdist.ops import linalg_matfunc_ops as _linalg_matfunc_ops
 from nbdist.ops import linalg_ops as _linalg_ops
 from nbdist.ops import linalg_solve_ops as _linalg_solve_ops
+from nbdist.ops import logging_ops as _logging_ops
 from nbdist.ops import math_ops as _math_ops
 from nbdist.ops import parsing_ops as _parsing_ops
 from nbdist.ops import patches_ops as _patches_ops
@@ -93,9 +93,9 @@ from nbdist.ops import random_ops as _random_ops
 from nbdist.ops import reader_ops as _reader_ops
 from nbdist.ops import reduction_ops as _reduction_ops
 from nbdist.ops import scan_ops as _scan_ops
-from nbdist.ops import script_ops as _script_ops
 from nbdist.ops import scatter_nd_ops as _scatter_nd_ops
 from nbdist.ops import scope_helpers as _scope_helpers
+from nbdist.ops import script_ops as _script_ops
 from nbdist.ops import segment_ops as _segment_ops
 from nbdist.ops import sequence_example_ops as _sequence_example_ops
 from nbdist.ops import session_ops as _session_ops
@@ -103,9 +103,9 @@ from nbdist.ops import slice_ops as _slice_ops  # installs Tensor.__getitem__
 from nbdist.ops import sort_search_ops as _sort_search_ops
 from nbdist.ops import space_batch_ops as _space_batch_ops
 from nbdist.ops import sparse_extra_ops as _sparse_extra_ops
+from nbdist.ops import sparse_feature as _sparse_feature
 from nbdist.ops import sparse_math_ops as _sparse_math_ops
 from nbdist.ops import sparse_ops as _sparse_ops
-from nbdist.ops import sparse_feature as _sparse_feature
 from nbdist.ops import sparse_serialize_ops as _sparse_serialize_ops
 from nbdist.ops import sparse_tensor as _sparse_tensor
 from nbdist.ops import special_math_ops as _special_math_ops
@@ -115,11 +115,11 @@ from nbdist.ops import statistics_ops as _statistics_ops
 from nbdist.ops import string_codec_ops as _string_codec_ops
 from nbdist.ops import string_hash_ops as _string_hash_ops
 from nbdist.ops import string_ops as _string_ops
-from nbdist.ops import tensor_conversion as _tensor_conversion
 from nbdist.ops import summary_ops as _summary_ops  # registers the summary ops
-from nbdist.ops import tensor_proto_ops as _tensor_proto_ops
 from nbdist.ops import template as _template
 from nbdist.ops import tensor_array_ops as _tensor_array_ops
+from nbdist.ops import tensor_conversion as _tensor_conversion
+from nbdist.ops import tensor_proto_ops as _tensor_proto_ops
 from nbdist.ops import tile_ops as _tile_ops
 from nbdist.ops import timestamp_ops as _timestamp_ops
 from nbdist.ops import training_ops as _training_ops  # registers the Apply* ops
