@@ -76,7 +76,7 @@ def test_fused_batch_norm_nchw_equals_nhwc(graph):
 def test_fused_batch_norm_errors(graph):
     with pytest.raises(ValueError, match="Both `mean` and `variance` must be a 1D tensor"):
         tf.nn.fused_batch_norm(X, SCALE, OFFSET, is_training=False)
-    with pytest.raises(ValueError, match="scale .* has 2 elements, the input .* has 3 channels"):
+    with pytest.raises(ValueError, match=r"scale .* has 2 elements, the input .* has 3 channels"):
         tf.nn.fused_batch_norm(X, SCALE[:2], OFFSET)
     with pytest.raises(ValueError, match="must be 4-D"):
         tf.nn.fused_batch_norm(X[0], SCALE, OFFSET)
@@ -122,7 +122,7 @@ def test_dilation_erosion_and_max_pool_with_argmax_match_tf(tf1):
 
 def test_morphology_errors(graph):
     x = tf.constant(IMG)
-    with pytest.raises(ValueError, match="input depth 3 .* must equal filter depth 2"):
+    with pytest.raises(ValueError, match=r"input depth 3 .* must equal filter depth 2"):
         tf.nn.dilation2d(x, tf.zeros([2, 2, 2]), [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
     with pytest.raises(ValueError, match="strides should be a list of 4 ints"):
         tf.nn.dilation2d(x, KERNEL, [1, 1, 1], [1, 1, 1, 1], "SAME")
