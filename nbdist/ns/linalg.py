@@ -31,10 +31,40 @@ from nbdist.ops.linalg_solve_ops import matrix_band_part as band_part
 from nbdist.ops.linalg_solve_ops import matrix_solve as solve
 from nbdist.ops.linalg_solve_ops import matrix_solve_ls as lstsq
 from nbdist.ops.linalg_solve_ops import matrix_triangular_solve as triangular_solve
+from nbdist.ops.linear_operator_base import LinearOperator
+from nbdist.ops.linear_operator_basic import (
+    LinearOperatorDiag,
+    LinearOperatorFullMatrix,
+    LinearOperatorIdentity,
+    LinearOperatorLowerTriangular,
+    LinearOperatorScaledIdentity,
+    LinearOperatorZeros,
+)
+from nbdist.ops.linear_operator_combinations import (
+    LinearOperatorAdjoint,
+    LinearOperatorBlockDiag,
+    LinearOperatorComposition,
+    LinearOperatorInversion,
+    LinearOperatorKronecker,
+    LinearOperatorLowRankUpdate,
+)
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.normalization_ops import l2_normalize
 
 __all__ = [
+    "LinearOperator",
+    "LinearOperatorAdjoint",
+    "LinearOperatorBlockDiag",
+    "LinearOperatorComposition",
+    "LinearOperatorDiag",
+    "LinearOperatorFullMatrix",
+    "LinearOperatorIdentity",
+    "LinearOperatorInversion",
+    "LinearOperatorKronecker",
+    "LinearOperatorLowRankUpdate",
+    "LinearOperatorLowerTriangular",
+    "LinearOperatorScaledIdentity",
+    "LinearOperatorZeros",
     "adjoint",
     "band_part",
     "cholesky",
@@ -52,8 +82,8 @@ __all__ = [
     "global_norm",
     "inv",
     "l2_normalize",
-    "logm",
     "logdet",
+    "logm",
     "lstsq",
     "lu",
     "lu_matrix_inverse",
