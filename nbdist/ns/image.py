@@ -10,6 +10,7 @@ from nbdist.ops.image_analysis_ops import (
     ssim,
     total_variation,
 )
+from nbdist.ops.image_boxes_ops import combined_non_max_suppression, sample_distorted_bounding_box
 from nbdist.ops.image_codec_more_ops import (
     decode_and_crop_jpeg,
     decode_bmp,
@@ -27,6 +28,11 @@ from nbdist.ops.image_color_ops import (
     rgb_to_hsv,
 )
 from nbdist.ops.image_crop_ops import crop_and_resize, draw_bounding_boxes, extract_glimpse
+from nbdist.ops.image_nms_ops import (
+    non_max_suppression_overlaps,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
+)
 from nbdist.ops.image_ops import (
     adjust_brightness,
     adjust_contrast,
@@ -68,6 +74,7 @@ __all__ = [
     "adjust_hue",
     "adjust_saturation",
     "central_crop",
+    "combined_non_max_suppression",
     "convert_image_dtype",
     "crop_and_resize",
     "crop_to_bounding_box",
@@ -92,6 +99,9 @@ __all__ = [
     "image_gradients",
     "is_jpeg",
     "non_max_suppression",
+    "non_max_suppression_overlaps",
+    "non_max_suppression_padded",
+    "non_max_suppression_with_scores",
     "pad_to_bounding_box",
     "per_image_standardization",
     "psnr",
@@ -116,6 +126,7 @@ __all__ = [
     "rgb_to_yiq",
     "rgb_to_yuv",
     "rot90",
+    "sample_distorted_bounding_box",
     "sobel_edges",
     "ssim",
     "total_variation",
