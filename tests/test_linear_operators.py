@@ -162,3 +162,107 @@ def test_hints_that_rule_a_method_out_raise_as_tensorflow(tf1):
                 lib.linalg.LinearOperatorZeros(3, 2)
             with pytest.raises(NotImplementedError, match="self-adjoint"):
                 lib.linalg.LinearOperatorFullMatrix(lib.constant(M)).eigvals()
+
+
+TRIDIAG = _RNG.standard_normal((2, 3, 3)) + np.array([0.0, 4.0, 0.0])[:, None]
+SPECTRUM = _RNG.uniform(1.0, 2.0, (2, 3))  # real, positive: a real symmetric circulant
+STRUCTURED = {
+    "permutation": lambda t: t.linalg.LinearOperatorPermutation(
+        t.constant([[2, 0, 1], [1, 2, 0]]), dtype=t.float64
+    ),
+    "householder": lambda t: t.linalg.LinearOperatorHouseholder(t.constant(V)),
+    "toeplitz": lambda t: t.linalg.LinearOperatorToeplitz(t.constant(V), t.constant(D)),
+    "tridiag_compact": lambda t: t.linalg.LinearOperatorTridiag(t.constant(TRIDIAG)),
+    "tridiag_matrix": lambda t: t.linalg.LinearOperatorTridiag(t.constant(M), diagonals_format="matrix"),
+    "tridiag_sequence": lambda t: t.linalg.LinearOperatorTridiag(
+        [t.constant(TRIDIAG[:, i]) for i in range(3)], diagonals_format="sequence"
+    ),
+    "block_lower_triangular": lambda t: t.linalg.LinearOperatorBlockLowerTriangular(
+        [
+            [t.linalg.LinearOperatorFullMatrix(t.constant(M[:, :2, :2]))],
+            [
+                t.linalg.LinearOperatorFullMatrix(t.constant(M[0, 2:, :2])),
+                t.linalg.LinearOperatorDiag(t.constant(D[0, :1])),
+            ],
+        ]
+    ),
+    "circulant": lambda t: t.linalg.LinearOperatorCirculant(
+        t.constant(SPECTRUM), input_output_dtype=t.float64
+    ),
+    "circulant_complex": lambda t: t.linalg.LinearOperatorCirculant(
+        t.constant(SPECTRUM[0] + 0.5j * D[0]), input_output_dtype=t.complex128
+    ),
+}
+
+
+def _complex_methods(op, t):
+    x = t.constant(X + 0.25j * X[::-1])
+    return {
+        "dense": op.to_dense(),
+        "matmul": op.matmul(x),
+        "matmul_adjoint": op.matmul(x, adjoint=True),
+        "solve": op.solve(x),
+        "det": op.determinant(),
+        "logdet": op.log_abs_determinant(),
+        "trace": op.trace(),
+        "diag_part": op.diag_part(),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURED))
+def test_structured_operator_methods_match_tensorflow(tf1, name):
+    methods = _complex_methods if name.endswith("complex") else _methods
+    ours = _value(tf, lambda t: methods(STRUCTURED[name](t), t))
+    theirs = _value(tf1, lambda t: methods(STRUCTURED[name](t), t))
+    for key, value in theirs.items():
+        assert np.shape(ours[key]) == np.shape(value), key
+        assert np.asarray(ours[key]).dtype == np.asarray(value).dtype, key
+        np.testing.assert_allclose(ours[key], value, rtol=1e-8, atol=1e-10, err_msg=key)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_block_circulant_operators_match_tensorflow(tf1, depth):
+    spectrum = _RNG.uniform(1.0, 2.0, (2, 2, 3) if depth == 2 else (2, 1, 3))
+    rhs = _RNG.standard_normal((6, 2))
+
+    def build(t):
+        cls = t.linalg.LinearOperatorCirculant2D if depth == 2 else t.linalg.LinearOperatorCirculant3D
+        op = cls(t.constant(spectrum), input_output_dtype=t.float64)
+        return (
+            op.to_dense(),
+            op.matmul(t.constant(rhs)),
+            op.solve(t.constant(rhs)),
+            op.determinant(),
+            op.eigvals(),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_householder_and_permutation_facts_match_tensorflow(tf1):
+    def build(t):
+        h = t.linalg.LinearOperatorHouseholder(t.constant(V))
+        p = t.linalg.LinearOperatorPermutation(t.constant([2, 0, 1]), dtype=t.float64)
+        c = t.linalg.LinearOperatorCirculant(t.constant(SPECTRUM), input_output_dtype=t.float64)
+        return h.eigvals(), p.adjoint().to_dense(), p.inverse().to_dense(), c.convolution_kernel()
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_structured_operator_argument_errors_match_tensorflow(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default():
+            with pytest.raises(ValueError, match="unique integers from 0 to 2"):
+                lib.linalg.LinearOperatorPermutation(lib.constant([0, 0, 1]))
+            with pytest.raises(ValueError, match="always self adjoint"):
+                lib.linalg.LinearOperatorHouseholder(lib.constant(V), is_self_adjoint=False)
+            with pytest.raises(ValueError, match="mismatched dimensions"):
+                lib.linalg.LinearOperatorToeplitz(lib.constant(V), lib.constant(D[:, :2]))
+            with pytest.raises(ValueError, match="must be one of compact, matrix, or sequence"):
+                lib.linalg.LinearOperatorTridiag(lib.constant(TRIDIAG), diagonals_format="banded")
+            with pytest.raises(ValueError, match=r"`operators\[1\]` must contain `2` blocks"):
+                lib.linalg.LinearOperatorBlockLowerTriangular(
+                    [[lib.linalg.LinearOperatorIdentity(2)], [lib.linalg.LinearOperatorIdentity(2)]]
+                )

@@ -40,6 +40,11 @@ from nbdist.ops.linear_operator_basic import (
     LinearOperatorScaledIdentity,
     LinearOperatorZeros,
 )
+from nbdist.ops.linear_operator_circulant import (
+    LinearOperatorCirculant,
+    LinearOperatorCirculant2D,
+    LinearOperatorCirculant3D,
+)
 from nbdist.ops.linear_operator_combinations import (
     LinearOperatorAdjoint,
     LinearOperatorBlockDiag,
@@ -48,6 +53,13 @@ from nbdist.ops.linear_operator_combinations import (
     LinearOperatorKronecker,
     LinearOperatorLowRankUpdate,
 )
+from nbdist.ops.linear_operator_structured import (
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorHouseholder,
+    LinearOperatorPermutation,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+)
 from nbdist.ops.matmul_ops import matmul
 from nbdist.ops.normalization_ops import l2_normalize
 
@@ -55,15 +67,23 @@ __all__ = [
     "LinearOperator",
     "LinearOperatorAdjoint",
     "LinearOperatorBlockDiag",
+    "LinearOperatorBlockLowerTriangular",
+    "LinearOperatorCirculant",
+    "LinearOperatorCirculant2D",
+    "LinearOperatorCirculant3D",
     "LinearOperatorComposition",
     "LinearOperatorDiag",
     "LinearOperatorFullMatrix",
+    "LinearOperatorHouseholder",
     "LinearOperatorIdentity",
     "LinearOperatorInversion",
     "LinearOperatorKronecker",
     "LinearOperatorLowRankUpdate",
     "LinearOperatorLowerTriangular",
+    "LinearOperatorPermutation",
     "LinearOperatorScaledIdentity",
+    "LinearOperatorToeplitz",
+    "LinearOperatorTridiag",
     "LinearOperatorZeros",
     "adjoint",
     "band_part",

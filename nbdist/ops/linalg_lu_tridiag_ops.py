@@ -222,6 +222,11 @@ def _to_compact(diagonals, diagonals_format):
     raise ValueError(f"Unrecognized diagonals_format: {diagonals_format}")
 
 
+def tridiagonal_compact(diagonals, diagonals_format):
+    """The compact ``[..., 3, M]`` form of tridiagonal `diagonals` in any of TF's formats."""
+    return _to_compact(diagonals, diagonals_format)
+
+
 def tridiagonal_solve(
     diagonals,
     rhs,

@@ -12,7 +12,7 @@ from nbdist.graph.graph import get_default_graph
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops.constant_op import convert_to_tensor
 
-__all__ = ["LinearOperator", "adjoint_matrix", "matmul_matrices", "register_derived"]
+__all__ = ["LinearOperator", "abs_value", "adjoint_matrix", "matmul_matrices", "register_derived"]
 
 # The operator classes the base's methods return ("composition", "adjoint", "inversion",
 # "lower_triangular"), registered by the modules defining them (no import back from here).
@@ -23,6 +23,19 @@ def register_derived(kind, cls):
     """Records `cls` as the operator class the base returns for `kind`."""
     _DERIVED[kind] = cls
     return cls
+
+
+def abs_value(x):
+    """``|x|`` in `x`'s real dtype (a complex modulus from its parts: nbdist's `tf.abs` of a complex
+    tensor keeps the complex dtype)."""
+    from nbdist.ops.complex_ops import imag, real  # noqa: PLC0415
+    from nbdist.ops.unary_ops import abs as tf_abs  # noqa: PLC0415
+    from nbdist.ops.unary_ops import sqrt  # noqa: PLC0415
+
+    if not x.dtype.is_complex:
+        return tf_abs(x)
+    re, im = real(x), imag(x)
+    return sqrt(re * re + im * im)
 
 
 def adjoint_matrix(x):

@@ -6,7 +6,13 @@ determinant is its product, a triangular solve for a triangular one, ...)."""
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops.constant_op import convert_to_tensor
-from nbdist.ops.linear_operator_base import LinearOperator, adjoint_matrix, matmul_matrices, register_derived
+from nbdist.ops.linear_operator_base import (
+    LinearOperator,
+    abs_value,
+    adjoint_matrix,
+    matmul_matrices,
+    register_derived,
+)
 
 __all__ = [
     "LinearOperatorDiag",
@@ -25,10 +31,12 @@ def _conj(x):
 
 
 def _log_abs(x):
-    from nbdist.ops.unary_ops import abs as tf_abs  # noqa: PLC0415
+    """``log |x|`` in `x`'s dtype (TF's operators return the log-determinant in their dtype)."""
+    from nbdist.ops.cast_select_ops import cast  # noqa: PLC0415
     from nbdist.ops.unary_ops import log  # noqa: PLC0415
 
-    return log(tf_abs(x))
+    value = log(abs_value(x))
+    return cast(value, x.dtype) if value.dtype != x.dtype else value
 
 
 def _matrix_tensor(x, what, name):

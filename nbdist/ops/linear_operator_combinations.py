@@ -251,7 +251,7 @@ class LinearOperatorBlockDiag(LinearOperator):
         for op, size in zip(self._operators, sizes):
             out.append(op.matmul(x[..., start : start + size, :], adjoint=adjoint))
             start += size
-        return concat(_broadcast_all(out), axis=-2)
+        return concat(broadcast_batches(out), axis=-2)
 
     def _solve(self, rhs, adjoint=False, adjoint_arg=False):
         from nbdist.ops.concat_slice_ops import concat  # noqa: PLC0415
@@ -261,7 +261,7 @@ class LinearOperatorBlockDiag(LinearOperator):
         for op, size in zip(self._operators, self._dims("range_dimension")):
             out.append(op.solve(rhs[..., start : start + size, :], adjoint=adjoint))
             start += size
-        return concat(_broadcast_all(out), axis=-2)
+        return concat(broadcast_batches(out), axis=-2)
 
     def _to_dense(self):
         from nbdist.ops.concat_slice_ops import pad  # noqa: PLC0415
@@ -279,7 +279,7 @@ class LinearOperatorBlockDiag(LinearOperator):
             start += n
         from nbdist.ops.concat_slice_ops import concat  # noqa: PLC0415
 
-        return concat(_broadcast_all(blocks), axis=-2)
+        return concat(broadcast_batches(blocks), axis=-2)
 
     def _determinant(self):
         result = self._operators[0].determinant()
@@ -297,10 +297,10 @@ class LinearOperatorBlockDiag(LinearOperator):
         from nbdist.ops.concat_slice_ops import concat  # noqa: PLC0415
 
         parts = [op.diag_part() for op in self._operators]
-        return concat(_broadcast_all(parts, trailing=1), axis=-1)
+        return concat(broadcast_batches(parts, trailing=1), axis=-1)
 
 
-def _broadcast_all(tensors, trailing=2):
+def broadcast_batches(tensors, trailing=2):
     """`tensors` with their batch dimensions (all but the last `trailing`) broadcast to one."""
     from nbdist.ops.array_ops import zeros  # noqa: PLC0415
 
