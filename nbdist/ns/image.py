@@ -61,6 +61,7 @@ from nbdist.ops.image_ops import (
 )
 from nbdist.ops.image_ops import resize_image_with_crop_or_pad as resize_with_crop_or_pad
 from nbdist.ops.image_ops import transpose_image as transpose
+from nbdist.ops.image_quality_ops import adjust_jpeg_quality, random_jpeg_quality, ssim_multiscale
 from nbdist.ops.image_resize_more_ops import resize_area, resize_bicubic, resize_image_with_pad
 from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_images, resize_nearest_neighbor
 from nbdist.ops.image_resize_ops import resize_images as resize
@@ -72,6 +73,7 @@ __all__ = [
     "adjust_contrast",
     "adjust_gamma",
     "adjust_hue",
+    "adjust_jpeg_quality",
     "adjust_saturation",
     "central_crop",
     "combined_non_max_suppression",
@@ -111,6 +113,7 @@ __all__ = [
     "random_flip_left_right",
     "random_flip_up_down",
     "random_hue",
+    "random_jpeg_quality",
     "random_saturation",
     "resize",
     "resize_area",
@@ -129,6 +132,7 @@ __all__ = [
     "sample_distorted_bounding_box",
     "sobel_edges",
     "ssim",
+    "ssim_multiscale",
     "total_variation",
     "transpose",
     "transpose_image",
