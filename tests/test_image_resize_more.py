@@ -82,3 +82,16 @@ def test_resize_image_with_pad_matches_tensorflow(tf1, method):
         return [t.image.resize_image_with_pad(x, h, w, method) for x, h, w in cases]
 
     _close(_value(tf, build), _value(tf1, build))
+
+
+@pytest.mark.parametrize("method", [2, 3, "bicubic", "area"])
+def test_resize_images_by_bicubic_and_area_matches_tensorflow(tf1, method):
+    def build(t):
+        return [
+            t.image.resize_images(X3, [8, 3], method),
+            t.image.resize_images(U1[0], [3, 9], method, align_corners=True),
+            t.image.resize_images(X3, [10, 10], method, preserve_aspect_ratio=True),
+            t.image.resize(U1, [2, 2], method),
+        ]
+
+    _close(_value(tf, build), _value(tf1, build))

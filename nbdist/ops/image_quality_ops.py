@@ -88,7 +88,7 @@ def ssim_multiscale(
     shape = img1.shape
     if shape.ndims is None or shape.ndims < 3 or not shape.is_fully_defined() or img2.shape != shape:
         raise ValueError(
-            "tf.image.ssim_multiscale (nbdist): img1 and img2 need one fully known static shape of rank >= 3, "
+            "tf.image.ssim_multiscale (nbdist): img1 and img2 need one fully known static shape, rank >= 3, "
             f"got {img1.shape} and {img2.shape}"
         )
     heads, tails = shape.as_list()[:-3], shape.as_list()[-3:]

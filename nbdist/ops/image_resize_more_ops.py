@@ -16,7 +16,12 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.image_ops import image_rank, pad_to_bounding_box
-from nbdist.ops.image_resize_ops import ResizeMethod, resize_bilinear, resize_nearest_neighbor
+from nbdist.ops.image_resize_ops import (
+    ResizeMethod,
+    register_resizer,
+    resize_bilinear,
+    resize_nearest_neighbor,
+)
 from nbdist.ops.reshape_ops import expand_dims, squeeze
 from nbdist.ops.shape_ops import get_static_value
 
@@ -214,6 +219,10 @@ def resize_area(images, size, align_corners=False, name=None):
     """`tf.image.resize_area`: 4-D `images` resized to `size` by area averaging, as float32
     (no gradient, as TF)."""
     return _resize_op("ResizeArea", images, size, {"align_corners": bool(align_corners)}, name)
+
+
+register_resizer(ResizeMethod.BICUBIC, "bicubic", resize_bicubic)
+register_resizer(ResizeMethod.AREA, "area", resize_area)
 
 
 # -- resize_image_with_pad --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from nbdist.ops.image_ops import image_rank
 from nbdist.ops.reshape_ops import expand_dims, squeeze
 from nbdist.ops.shape_ops import get_static_value, shape
 
-__all__ = ["ResizeMethod", "resize_bilinear", "resize_images", "resize_nearest_neighbor"]
+__all__ = ["ResizeMethod", "register_resizer", "resize_bilinear", "resize_images", "resize_nearest_neighbor"]
 
 
 class ResizeMethod:
@@ -196,22 +196,29 @@ _RESIZERS = {ResizeMethod.BILINEAR: resize_bilinear, ResizeMethod.NEAREST_NEIGHB
 _METHOD_NAMES = {"bilinear": ResizeMethod.BILINEAR, "nearest": ResizeMethod.NEAREST_NEIGHBOR}
 
 
+def register_resizer(method, method_name, resize_fn):
+    """Makes `resize_images` resize by `resize_fn(images, size, align_corners=...)` for
+    `method` (a `ResizeMethod` code) and its string name (how image_resize_more_ops adds
+    bicubic and area without an import cycle)."""
+    _RESIZERS[method] = resize_fn
+    _METHOD_NAMES[method_name] = method
+
+
 def resize_images(
     images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False, name=None
 ):
     """`tf.image.resize_images` (`tf.image.resize` in TF 1.x): 3-D or 4-D `images` resized to
-    `size` by `method` (`ResizeMethod.BILINEAR`, float32 out, or `NEAREST_NEIGHBOR`, `images`'
-    dtype); `images` itself when its size is already `size`.
+    `size` by `method` (`ResizeMethod.BILINEAR`, `BICUBIC` or `AREA`, float32 out, or
+    `NEAREST_NEIGHBOR`, `images`' dtype); `images` itself when its size is already `size`.
 
     Raises:
-        ValueError: a method nbdist lacks (bicubic, area), a bad `size`, or an image that is not
-            3-D or 4-D.
+        ValueError: an unknown method, a bad `size`, or an image that is not 3-D or 4-D.
     """
     images = convert_to_tensor(images, name="images")
     ndims = image_rank(images, "resize_images")
     method = _METHOD_NAMES.get(method, method)
     if method not in _RESIZERS:
-        raise ValueError(f"Resize method is not implemented by nbdist: {method!r} (bilinear and nearest are)")
+        raise ValueError(f"Resize method is not implemented: {method!r} (one of {sorted(_METHOD_NAMES)})")
     with get_default_graph().name_scope(name or "resize_images"):
         batch = images if ndims == 4 else expand_dims(images, 0)
         static = get_static_value(convert_to_tensor(size, dtype=_dtypes.int32))
