@@ -69,21 +69,29 @@ def _eigh_tridiagonal_selections(t):
     alpha, beta = t.constant(ALPHA), t.constant(BETA)
     return (
         t.linalg.eigh_tridiagonal(alpha, beta, eigvals_only=False),
-        t.linalg.eigh_tridiagonal(alpha, beta, select="v", select_range=[1.5, 10.0]),
         t.linalg.eigh_tridiagonal(alpha, beta, eigvals_only=False, select="i", select_range=[1, 2]),
     )
 
 
 def test_eigh_tridiagonal_selections_match_tensorflow_vectors_up_to_sign(tf1):
-    ((e1, v1), ev1, (ei1, vi1)), ((e2, v2), ev2, (ei2, vi2)) = (
-        _value(lib, _eigh_tridiagonal_selections) for lib in (tf, tf1)
+    ours, theirs = (_value(lib, _eigh_tridiagonal_selections) for lib in (tf, tf1))
+    for (e1, v1), (e2, v2) in zip(ours, theirs, strict=True):
+        assert e1.shape == e2.shape and e1.dtype == e2.dtype and v1.shape == v2.shape
+        np.testing.assert_allclose(e1, e2, atol=1e-10)
+        np.testing.assert_allclose(np.abs(v1), np.abs(v2), atol=1e-6)
+
+
+def test_eigh_tridiagonal_by_value_range_takes_the_eigenvalues_in_the_interval():
+    dense = np.diag(ALPHA) + np.diag(BETA, 1) + np.diag(BETA, -1)
+    everything = np.linalg.eigvalsh(dense)
+    low, high = everything[:2].mean(), everything[2:].mean()  # around the 2nd and 3rd eigenvalues
+    got = _value(
+        tf,
+        lambda t: t.linalg.eigh_tridiagonal(
+            t.constant(ALPHA), t.constant(BETA), select="v", select_range=[low, high]
+        ),
     )
-    for ours, theirs in ((e1, e2), (ev1, ev2), (ei1, ei2)):
-        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
-        np.testing.assert_allclose(ours, theirs, atol=1e-10)
-    for ours, theirs in ((v1, v2), (vi1, vi2)):
-        assert ours.shape == theirs.shape
-        np.testing.assert_allclose(np.abs(ours), np.abs(theirs), atol=1e-6)
+    np.testing.assert_allclose(got, everything[1:3], atol=1e-12)
 
 
 def test_eigh_tridiagonal_of_a_hermitian_matrix():
@@ -144,3 +152,44 @@ def test_sequence_with_wrong_lengths_is_refused_as_tensorflow(tf1):
         ):
             diags = [lib.constant([1.0]), lib.constant([4.0, 5.0, 6.0]), lib.constant([1.0, -1.0])]
             lib.linalg.tridiagonal_solve(diags, lib.constant([1.0, 2.0, 3.0]), diagonals_format="sequence")
+
+
+def _gradients(t):
+    a, rhs = t.constant(A), t.constant(RHS)
+    spd, diags, tri_rhs = t.constant(SPD), t.constant(DIAGS), t.constant(TRI_RHS)
+    lower_upper, perm = (t.stop_gradient(v) for v in t.linalg.lu(a))  # (nbdist's Lu has no gradient)
+    weights = t.constant(np.arange(1.0, 19.0).reshape(2, 3, 3))
+    losses = [
+        t.reduce_sum(t.linalg.expm(a) * weights),
+        t.reduce_sum(t.linalg.sqrtm(spd) * weights),
+        t.reduce_sum(t.linalg.lu_solve(lower_upper, perm, rhs) * rhs),
+        t.reduce_sum(t.linalg.lu_reconstruct(lower_upper, perm) * weights),
+        t.reduce_sum(t.linalg.tridiagonal_solve(diags, tri_rhs) * tri_rhs),
+        t.reduce_sum(t.linalg.tridiagonal_matmul(diags, tri_rhs) * tri_rhs),
+    ]
+    grads = [
+        t.gradients(losses[0], a),
+        t.gradients(losses[1], spd),
+        t.gradients(losses[2], [lower_upper, rhs]),
+    ]
+    grads += [t.gradients(losses[3], lower_upper), t.gradients(losses[4], [diags, tri_rhs])]
+    return [*grads, t.gradients(losses[5], [diags, tri_rhs])]
+
+
+def test_gradients_match_tensorflow(tf1):
+    for ours, theirs in zip(_value(tf, _gradients), _value(tf1, _gradients), strict=True):
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+def test_empty_batches_match_tensorflow(tf1):
+    def build(t):
+        empty = t.constant(np.zeros((0, 2, 2)))
+        return (
+            t.linalg.expm(empty),
+            t.linalg.sqrtm(empty),
+            t.linalg.tridiagonal_matmul(t.constant(np.zeros((0, 3, 2))), t.constant(np.zeros((0, 2, 1)))),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        assert a.shape == b.shape and a.dtype == b.dtype

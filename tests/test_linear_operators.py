@@ -95,28 +95,52 @@ def test_zeros_operator_matches_tensorflow(tf1):
         np.testing.assert_array_equal(a, b)
 
 
-def test_static_shapes_and_hints_match_tensorflow(tf1):
+def _facts(op):
+    hints = (op.is_square, op.is_self_adjoint, op.is_non_singular, op.is_positive_definite)
+    return (op.shape.as_list(), op.batch_shape.as_list(), op.domain_dimension, op.range_dimension, *hints)
+
+
+@pytest.mark.parametrize("table", ["OPERATORS", "STRUCTURED"])
+def test_static_shapes_names_and_hints_match_tensorflow(tf1, table):
     def facts(t):
         with t.Graph().as_default():
-            ops = [OPERATORS[k](t) for k in sorted(OPERATORS)]
-            return [
-                (
-                    op.shape.as_list(),
-                    op.batch_shape.as_list(),
-                    op.domain_dimension,
-                    op.range_dimension,
-                    op.is_square,
-                )
-                for op in ops
-            ]
+            ops = [globals()[table][k](t) for k in sorted(globals()[table])]
+            return [(*_facts(op), op.name, op.dtype.name) for op in ops]
 
-    ours, theirs = facts(tf), facts(tf1)
-    assert [(*o[:4], o[4]) for o in ours] == [(*_ints(th[:4]), th[4]) for th in theirs]
+    assert facts(tf) == facts(tf1)
 
 
-def _ints(values):
-    shape, batch, dom, rng = values
-    return shape, batch, int(dom), int(rng)
+def test_shape_tensors_match_tensorflow(tf1):
+    def build(t):
+        op = t.linalg.LinearOperatorFullMatrix(t.constant(M[..., :2]))
+        return (
+            op.shape_tensor(),
+            op.batch_shape_tensor(),
+            op.domain_dimension_tensor(),
+            op.range_dimension_tensor(),
+            op.tensor_rank_tensor(),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_operator_algebra_matches_tensorflow(tf1):
+    def build(t):
+        a = t.linalg.LinearOperatorFullMatrix(t.constant(M))
+        d = t.linalg.LinearOperatorDiag(t.constant(D))
+        return (
+            (a @ d).to_dense(),
+            a.matmul(d, adjoint=True, adjoint_arg=True).to_dense(),
+            a.solve(d).to_dense(),
+            a.H.to_dense(),
+            a.inverse().solve(t.constant(X)),
+            a.adjoint().solvevec(t.constant(V)),
+            a.matvec(t.constant(V), adjoint=True),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
 
 
 def test_products_inverse_adjoint_and_cholesky_match_tensorflow(tf1):

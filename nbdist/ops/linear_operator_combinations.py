@@ -181,7 +181,7 @@ class LinearOperatorInversion(LinearOperator):
         if operator.is_square is False or is_square is False:
             raise ValueError("operator and supplied hints must be square")
         self._operator = operator
-        hints = (True, operator.is_self_adjoint, operator.is_positive_definite, True)
+        hints = (operator.is_non_singular, operator.is_self_adjoint, operator.is_positive_definite, True)
         given = (is_non_singular, is_self_adjoint, is_positive_definite, is_square)
         merged = [h if g is None else g for g, h in zip(given, hints)]
         super().__init__(operator.dtype, [], *merged, name or f"{operator.name}_inv")
