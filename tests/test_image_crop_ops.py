@@ -107,7 +107,10 @@ def test_draw_bounding_boxes_errors(tf1):
         with pytest.raises(tf.errors.InvalidArgumentError, match="batch sizes should be the same"):
             sess.run(tf.image.draw_bounding_boxes(X3[:, :, :, :1], np.ones((2, 1, 4), np.float32)))
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"Channel depth should be either 1 \(GRY\)"):
-            sess.run(tf.image.draw_bounding_boxes(X3, np.ones((3, 1, 4), np.float32)))
+            unknown = tf.placeholder_with_default(X3, None)  # (a static depth fails at once, as TF)
+            sess.run(tf.image.draw_bounding_boxes(unknown, np.ones((3, 1, 4), np.float32)))
+        with pytest.raises(ValueError, match=r"Channel depth should be either 1 \(GRY\)"):
+            tf.image.draw_bounding_boxes(X3, np.ones((3, 1, 4), np.float32))
         with pytest.raises(TypeError, match="images"):
             tf.image.draw_bounding_boxes(X3.astype(np.uint8), np.ones((3, 1, 4), np.float32))
 
@@ -161,3 +164,24 @@ def test_extract_glimpse_errors_and_shape(tf1):
             sess.run(tf.image.extract_glimpse(X3, tf.constant([2, 2, 1]), np.zeros((3, 2), np.float32)))
         x = tf.constant(X3)
         assert tf.gradients(tf.image.extract_glimpse(x, [2, 2], np.zeros((3, 2), np.float32)), x) == [None]
+
+
+RANK_ERRORS = {
+    "crop_and_resize": lambda t: t.image.crop_and_resize(X3[0], BOXES, BOX_IND, [2, 2]),
+    "crop_and_resize_boxes": lambda t: t.image.crop_and_resize(X3, BOXES[None], BOX_IND, [2, 2]),
+    "draw_bounding_boxes": lambda t: t.image.draw_bounding_boxes(X3[..., :1], BOXES),
+    "extract_glimpse": lambda t: t.image.extract_glimpse(X3, [2, 2], np.zeros(2, np.float32)),
+    "resize_bicubic": lambda t: t.image.resize_bicubic(X3[0], [2, 2]),
+    "resize_area": lambda t: t.image.resize_area(X3[0], [2, 2]),
+    "nms_with_scores": lambda t: t.image.non_max_suppression_with_scores(BOXES[None], BOXES[:, 0], 3),
+    "nms_overlaps": lambda t: t.image.non_max_suppression_overlaps(BOXES[:, 0], BOXES[:, 0], 3),
+    "combined_nms": lambda t: t.image.combined_non_max_suppression(X3[0], X3[:, :, 0], 2, 3),
+    "sample_distorted_bounding_box": lambda t: t.image.sample_distorted_bounding_box([4, 5, 3], BOXES),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANK_ERRORS))
+def test_static_ranks_are_checked_when_the_graph_is_built_as_tensorflow(tf1, name):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default(), pytest.raises(ValueError, match="Shape must be rank"):
+            RANK_ERRORS[name](lib)

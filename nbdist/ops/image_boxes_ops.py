@@ -13,6 +13,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.image_crop_ops import ranked_shape
 from nbdist.ops.image_nms_ops import greedy_nms, iou_fn
 from nbdist.ops.random_ops import RandomState
 from nbdist.ops.shape_ops import get_static_value
@@ -30,7 +31,6 @@ def _detections(per_class, num_classes, total, pad_per_class):
     return min(per_class * num_classes, total) if pad_per_class else total
 
 
-@registry.shape("CombinedNonMaxSuppression")
 def _combined_shape(inputs, attrs):
     boxes, scores = inputs[0].shape, inputs[1].shape
     batch = boxes.dims[0] if boxes.ndims else None
@@ -47,6 +47,13 @@ def _combined_shape(inputs, attrs):
     ]
 
 
+registry.shape("CombinedNonMaxSuppression")(
+    ranked_shape(
+        "CombinedNonMaxSuppression",
+        [("boxes", 4), ("scores", 3), ("max_output_size_per_class", 0), ("max_total_size", 0)],
+        _combined_shape,
+    )
+)
 registry.no_gradient("CombinedNonMaxSuppression")
 
 
@@ -142,12 +149,18 @@ def combined_non_max_suppression(
 
 
 # -- SampleDistortedBoundingBoxV2 -------------------------------------------------------------------
-@registry.shape("SampleDistortedBoundingBoxV2")
 def _sample_shape(inputs, attrs):
     dtype = inputs[0].dtype
     return [(dtype, TensorShape([3])), (dtype, TensorShape([3])), (_dtypes.float32, TensorShape([1, 1, 4]))]
 
 
+registry.shape("SampleDistortedBoundingBoxV2")(
+    ranked_shape(
+        "SampleDistortedBoundingBoxV2",
+        [("image_size", 1), ("bounding_boxes", 3), ("min_object_covered", 0)],
+        _sample_shape,
+    )
+)
 registry.no_gradient("SampleDistortedBoundingBoxV2")
 
 

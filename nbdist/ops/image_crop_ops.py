@@ -18,9 +18,25 @@ from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.random_ops import RandomState
 from nbdist.ops.shape_ops import get_static_value, shape
 
-__all__ = ["crop_and_resize", "draw_bounding_boxes", "extract_glimpse"]
+__all__ = ["crop_and_resize", "draw_bounding_boxes", "extract_glimpse", "ranked_shape"]
 
 _F32 = np.float32
+
+
+def ranked_shape(op_type, ranks, shape_fn):
+    """`shape_fn` after TF's static rank checks: ``ranks[i]`` is ``(name, rank)`` of input ``i``
+    (or None); a known rank that differs raises TF's ValueError at graph construction."""
+
+    def checked(inputs, attrs):
+        for t, spec in zip(inputs, ranks, strict=False):
+            if spec is not None and t.shape.ndims is not None and t.shape.ndims != spec[1]:
+                raise ValueError(
+                    f"Shape must be rank {spec[1]} but is rank {t.shape.ndims} for '{op_type}' input "
+                    f"'{spec[0]}' with input shapes: {', '.join(str(i.shape) for i in inputs)}."
+                )
+        return shape_fn(inputs, attrs)
+
+    return checked
 
 
 # -- CropAndResize ----------------------------------------------------------------------------------
@@ -33,7 +49,9 @@ def _crop_shape(inputs, attrs):
     return [(_dtypes.float32, TensorShape([n, *hw, depth]))]
 
 
-registry.shape("CropAndResize")(_crop_shape)
+registry.shape("CropAndResize")(
+    ranked_shape("CropAndResize", [("image", 4), ("boxes", 2), ("box_ind", 1), ("crop_size", 1)], _crop_shape)
+)
 
 
 def _check_boxes(node, boxes, box_ind, batch):
@@ -308,8 +326,24 @@ def _draw_kernel(ctx, node, images, boxes, colors=None):
     return canvas
 
 
+def _draw_shape(inputs, attrs):
+    images = inputs[0].shape
+    if images.ndims == 4 and images.dims[3] not in (None, 1, 3, 4):
+        raise ValueError(
+            f"Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA) for 'DrawBoundingBoxes' with "
+            f"input shapes: {', '.join(str(i.shape) for i in inputs)}."
+        )
+    return [(inputs[0].dtype, images)]
+
+
 for _type in ("DrawBoundingBoxes", "DrawBoundingBoxesV2"):
-    registry.shape(_type)(lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)])
+    registry.shape(_type)(
+        ranked_shape(
+            _type,
+            [("images", 4), ("boxes", 3), ("colors", 2)],
+            _draw_shape,
+        )
+    )
     registry.kernel(_type)(_draw_kernel)
     registry.no_gradient(_type)
 
@@ -337,7 +371,6 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
 
 
 # -- ExtractGlimpse ---------------------------------------------------------------------------------
-@registry.shape("ExtractGlimpse")
 def _glimpse_shape(inputs, attrs):
     x = inputs[0].shape
     size = get_static_value(inputs[1])
@@ -346,6 +379,9 @@ def _glimpse_shape(inputs, attrs):
     return [(_dtypes.float32, TensorShape([batch, *hw, depth]))]
 
 
+registry.shape("ExtractGlimpse")(
+    ranked_shape("ExtractGlimpse", [("input", 4), ("size", 1), ("offsets", 2)], _glimpse_shape)
+)
 registry.no_gradient("ExtractGlimpse")
 
 

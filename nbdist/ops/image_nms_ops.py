@@ -20,6 +20,7 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.concat_slice_ops import stack
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.image_crop_ops import ranked_shape
 from nbdist.ops.reshape_ops import reshape
 from nbdist.ops.shape_ops import get_static_value
 
@@ -117,8 +118,17 @@ def _nms_outputs_shape(n_outputs):
     return shape_fn
 
 
-registry.shape("NonMaxSuppressionV4")(_nms_outputs_shape(2))
-registry.shape("NonMaxSuppressionV5")(_nms_outputs_shape(3))
+_NMS_RANKS = [
+    ("boxes", 2),
+    ("scores", 1),
+    ("max_output_size", 0),
+    ("iou_threshold", 0),
+    ("score_threshold", 0),
+]
+registry.shape("NonMaxSuppressionV4")(ranked_shape("NonMaxSuppressionV4", _NMS_RANKS, _nms_outputs_shape(2)))
+registry.shape("NonMaxSuppressionV5")(
+    ranked_shape("NonMaxSuppressionV5", [*_NMS_RANKS, ("soft_nms_sigma", 0)], _nms_outputs_shape(3))
+)
 registry.no_gradient("NonMaxSuppressionV4")
 registry.no_gradient("NonMaxSuppressionV5")
 
@@ -235,7 +245,19 @@ def non_max_suppression_padded(
 
 
 # -- NonMaxSuppressionWithOverlaps ------------------------------------------------------------------
-registry.shape("NonMaxSuppressionWithOverlaps")(lambda inputs, attrs: [(_dtypes.int32, TensorShape([None]))])
+registry.shape("NonMaxSuppressionWithOverlaps")(
+    ranked_shape(
+        "NonMaxSuppressionWithOverlaps",
+        [
+            ("overlaps", 2),
+            ("scores", 1),
+            ("max_output_size", 0),
+            ("overlap_threshold", 0),
+            ("score_threshold", 0),
+        ],
+        lambda inputs, attrs: [(_dtypes.int32, TensorShape([None]))],
+    )
+)
 registry.no_gradient("NonMaxSuppressionWithOverlaps")
 
 

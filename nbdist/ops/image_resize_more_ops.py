@@ -15,6 +15,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import invalid_argument
 from nbdist.ops.constant_op import convert_to_tensor
+from nbdist.ops.image_crop_ops import ranked_shape
 from nbdist.ops.image_ops import image_rank, pad_to_bounding_box
 from nbdist.ops.image_resize_ops import (
     ResizeMethod,
@@ -109,7 +110,7 @@ def _flags(node):
 
 
 # -- ResizeBicubic ----------------------------------------------------------------------------------
-registry.shape("ResizeBicubic")(_resize_shape)
+registry.shape("ResizeBicubic")(ranked_shape("ResizeBicubic", [("images", 4), ("size", 1)], _resize_shape))
 
 
 @registry.kernel("ResizeBicubic")
@@ -173,7 +174,7 @@ def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_cent
 
 
 # -- ResizeArea -------------------------------------------------------------------------------------
-registry.shape("ResizeArea")(_resize_shape)
+registry.shape("ResizeArea")(ranked_shape("ResizeArea", [("images", 4), ("size", 1)], _resize_shape))
 registry.no_gradient("ResizeArea")
 
 
