@@ -157,7 +157,7 @@ def test_sequence_with_wrong_lengths_is_refused_as_tensorflow(tf1):
 def _gradients(t):
     a, rhs = t.constant(A), t.constant(RHS)
     spd, diags, tri_rhs = t.constant(SPD), t.constant(DIAGS), t.constant(TRI_RHS)
-    lower_upper, perm = (t.stop_gradient(v) for v in t.linalg.lu(a))  # (nbdist's Lu has no gradient)
+    lower_upper, perm = (t.stop_gradient(v) for v in t.linalg.lu(a))  # (Lu has no gradient, in TF either)
     weights = t.constant(np.arange(1.0, 19.0).reshape(2, 3, 3))
     losses = [
         t.reduce_sum(t.linalg.expm(a) * weights),
@@ -193,3 +193,48 @@ def test_empty_batches_match_tensorflow(tf1):
 
     for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype
+
+
+def _singular_and_inverse_iteration_systems():
+    rng = np.random.default_rng(7)
+    alpha, beta = rng.standard_normal(5), rng.standard_normal(4)
+    dense = np.diag(alpha) + np.diag(beta, 1) + np.diag(beta, -1)
+    shifted = [
+        np.stack([np.append(beta, 0), alpha - lam, np.insert(beta, 0, 0)])
+        for lam in np.linalg.eigvalsh(dense)
+    ]
+    needs_pivoting = np.array([[1.0, 0, 0, 0, 0], [0, 1, 1, 1, 1], [0, 1, 1, 1, 1]])  # 0 pivot, not singular
+    singular = np.array([[1.0, 0, 0, 0, 0], [1, 1, 1, 1, 1], [0, 1, 0, 0, 0]])
+    return np.array([*shifted, needs_pivoting, singular, np.zeros((3, 5))]), rng.standard_normal((8, 5, 2))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"partial_pivoting": False}, {"perturb_singular": True}],
+    ids=["pivoting", "thomas", "perturb"],
+)
+def test_tridiagonal_solve_of_singular_systems_matches_tensorflow(tf1, kwargs):
+    diags, rhs = _singular_and_inverse_iteration_systems()
+
+    def build(t):
+        return t.linalg.tridiagonal_solve(t.constant(diags), t.constant(rhs), **kwargs)
+
+    ours, theirs = _value(tf, build), _value(tf1, build)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    finite = np.isfinite(theirs)
+    np.testing.assert_allclose(
+        ours[finite], theirs[finite], rtol=1e-9 if "perturb_singular" not in kwargs else 0
+    )
+
+
+def test_dtype_errors_match_tensorflow(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default():
+            with pytest.raises(
+                TypeError, match="Input 'rhs' of 'TridiagonalSolve' Op has type float32 that does not"
+            ):
+                lib.linalg.tridiagonal_solve(lib.constant(DIAGS), lib.constant(TRI_RHS, lib.float32))
+            with pytest.raises(
+                ValueError, match=r"tf.linalg.expm does not support matrices of type <dtype: 'int32'>"
+            ):
+                lib.linalg.expm(lib.constant([[1, 2], [3, 4]]))

@@ -122,8 +122,19 @@ def _dense_tridiagonal(diags):
     return out
 
 
+def _same_dtype(op_type, inputs, names):
+    first = inputs[0]
+    for t, name in zip(inputs[1:], names[1:]):
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"Input '{name}' of '{op_type}' Op has type {t.dtype.name} that does not match type "
+                f"{first.dtype.name} of argument '{names[0]}'."
+            )
+
+
 @registry.shape("TridiagonalSolve")
 def _tridiagonal_solve_shape(inputs, attrs):
+    _same_dtype("TridiagonalSolve", inputs, ("diagonals", "rhs"))
     return [(inputs[1].dtype, inputs[1].shape)]
 
 
@@ -131,15 +142,23 @@ def _tridiagonal_solve_shape(inputs, attrs):
 def _tridiagonal_solve_kernel(ctx, node, diags, rhs):
     if diags.shape[-1] != rhs.shape[-2]:
         raise invalid_argument(
-            node,
-            f"TridiagonalSolve: expected {diags.shape[-1]} rows of rhs, got {list(rhs.shape)}",
+            node, f"TridiagonalSolve: expected {diags.shape[-1]} rows of rhs, got {list(rhs.shape)}"
         )
     if diags.shape[-1] == 0:
         return rhs.copy()
-    try:
-        return np.linalg.solve(_dense_tridiagonal(diags), rhs).astype(rhs.dtype)
-    except np.linalg.LinAlgError:
-        raise invalid_argument(node, "TridiagonalSolve: the matrix is not invertible") from None
+    from nbdist.ops import tridiagonal_solvers  # noqa: PLC0415
+
+    batch = np.broadcast_shapes(diags.shape[:-2], rhs.shape[:-2])
+    diags = np.broadcast_to(diags, (*batch, *diags.shape[-2:]))
+    rhs = np.broadcast_to(rhs, (*batch, *rhs.shape[-2:]))
+    if not node.attr["partial_pivoting"]:
+        return tridiagonal_solvers.thomas(diags, rhs).astype(rhs.dtype)
+    if not node.attr["perturb_singular"]:
+        return tridiagonal_solvers.pivoted(diags, rhs).astype(rhs.dtype)
+    out = np.empty(rhs.shape, rhs.dtype)
+    for index in np.ndindex(*batch):
+        out[index] = tridiagonal_solvers.solve_perturbed(*diags[index], rhs[index])
+    return out
 
 
 @registry.gradient("TridiagonalSolve")
@@ -222,6 +241,13 @@ def _to_compact(diagonals, diagonals_format):
     raise ValueError(f"Unrecognized diagonals_format: {diagonals_format}")
 
 
+def _like(value, dtype, name):
+    """`value` as a tensor: a Python value in `dtype` (as TF's op wrapper converts it), a tensor as is."""
+    from nbdist.graph.tensor import Tensor  # noqa: PLC0415
+
+    return value if isinstance(value, Tensor) else convert_to_tensor(value, dtype=dtype, name=name)
+
+
 def tridiagonal_compact(diagonals, diagonals_format):
     """The compact ``[..., 3, M]`` form of tridiagonal `diagonals` in any of TF's formats."""
     return _to_compact(diagonals, diagonals_format)
@@ -251,7 +277,7 @@ def tridiagonal_solve(
     if perturb_singular and not partial_pivoting:
         raise ValueError("partial_pivoting must be True if perturb_singular is.")
     diagonals = _to_compact(diagonals, diagonals_format)
-    rhs = convert_to_tensor(rhs, name="rhs")
+    rhs = _like(rhs, diagonals.dtype, "rhs")
     diags_rank, rhs_rank = diagonals.shape.ndims, rhs.shape.ndims
     if diags_rank:
         if diags_rank < 2:
@@ -285,6 +311,7 @@ def tridiagonal_solve(
 # -- tridiagonal_matmul ------------------------------------------------------------------------------
 @registry.shape("TridiagonalMatMul")
 def _tridiagonal_matmul_shape(inputs, attrs):
+    _same_dtype("TridiagonalMatMul", inputs, ("superdiag", "maindiag", "subdiag", "rhs"))
     return [(inputs[3].dtype, inputs[3].shape)]
 
 
@@ -333,7 +360,7 @@ def tridiagonal_matmul(diagonals, rhs, diagonals_format="compact", name=None):
         sup, main, sub = compact[..., 0, :], compact[..., 1, :], compact[..., 2, :]
     else:
         raise ValueError(f"Unrecognized diagonals_format: {diagonals_format}")
-    inputs = [expand_dims(d, -2) for d in (sup, main, sub)] + [convert_to_tensor(rhs, name="rhs")]
+    inputs = [expand_dims(d, -2) for d in (sup, main, sub)] + [_like(rhs, main.dtype, "rhs")]
     return registry.make_op("TridiagonalMatMul", inputs, name=name or "TridiagonalMatMul").outputs[0]
 
 

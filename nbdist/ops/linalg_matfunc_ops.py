@@ -92,7 +92,9 @@ def _expm_grad(op, grad):
 def expm(input, name=None):  # noqa: A002 - TF's argument name
     """`tf.linalg.expm`: the matrix exponential of each square matrix of `input` ``[..., M, M]``
     (float16/32/64, complex64/128), as ``scipy.linalg.expm``."""
-    x = _checked(input, _FLOATS, "MatrixExponential", name)
+    x = convert_to_tensor(input, name="input")
+    if x.dtype not in _FLOATS:
+        raise ValueError(f"tf.linalg.expm does not support matrices of type <dtype: '{x.dtype.name}'>")
     return registry.make_op("MatrixExponential", [x], name=name or "matrix_exponential").outputs[0]
 
 
