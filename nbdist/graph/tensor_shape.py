@@ -93,7 +93,8 @@ class TensorShape:
             return None if not isinstance(key, slice) else TensorShape(None)
         if isinstance(key, slice):
             return TensorShape(self._dims[key])
-        return self._dims[key]
+        d = self._dims[key]
+        return None if d is None else KnownDim(d)
 
     def __eq__(self, other):
         try:
@@ -116,6 +117,20 @@ class TensorShape:
             + ", ".join("?" if d is None else str(d) for d in self._dims)
             + (",)" if len(self._dims) == 1 else ")")
         )
+
+
+class KnownDim(int):
+    """A known dimension as indexing a `TensorShape` gives it: an int (TF 2's data model), which
+    also has TF 1.x's ``.value``, so the TF 1.x idiom ``x.get_shape()[-1].value`` works. An
+    unknown dimension is None, as in TF 2 (``tf.dimension_value`` reads both kinds)."""
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return int(self)
+
+    __repr__ = int.__repr__
 
 
 def _as_dim(d):

@@ -128,6 +128,8 @@ def _pack_ext(obj):
         return msgpack.ExtType(
             _EXT_TUPLE, msgpack.packb(list(obj), default=_pack_ext, use_bin_type=True, strict_types=True)
         )
+    if isinstance(obj, int):  # an int subclass (a shape's KnownDim): its int
+        return int(obj)
     raise TypeError(
         f"a meta graph holds plain data and arrays; cannot write {type(obj).__name__}: {obj!r:.80}"
     )

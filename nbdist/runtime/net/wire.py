@@ -262,6 +262,8 @@ class _Packer:
             return self.default(np.asarray(obj))
         if isinstance(obj, tuple):
             return msgpack.ExtType(_EXT_TUPLE, msgpack.packb(list(obj), default=self.default))
+        if isinstance(obj, int):  # an int subclass (a shape's KnownDim, an IntEnum): its int
+            return int(obj)
         raise TypeError(f"cannot send a {type(obj).__name__} over the wire: {obj!r}")
 
     def _chunked(self, arr):
