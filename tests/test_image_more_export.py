@@ -45,3 +45,41 @@ def test_the_image_ops_run_in_tensorflow_after_export(tf1):
         theirs = sess.run({k: exported[t.name] for k, t in outputs.items()}, {exported["x:0"]: X})
     for name, value in ours.items():
         np.testing.assert_allclose(value, theirs[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def _static_shapes(t):
+    x = t.placeholder(t.float32, [None, 6, None, 3])
+    scores = t.constant([0.5, 0.4])
+    out = {
+        "bicubic": t.image.resize_bicubic(x, [4, 5]),
+        "area": t.image.resize_area(x, [4, 5]),
+        "pad": t.image.resize_image_with_pad(t.zeros([2, 6, 7, 3]), 8, 9),
+        "crop": t.image.crop_and_resize(x, BOXES, [0, 0, 1], [3, 4]),
+        "crop_unknown": t.image.crop_and_resize(
+            x,
+            t.placeholder(t.float32, [None, 4]),
+            t.placeholder(t.int32, [None]),
+            t.placeholder(t.int32, [2]),
+        ),
+        "draw": t.image.draw_bounding_boxes(x, t.zeros([2, 2, 4])),
+        "glimpse": t.image.extract_glimpse(x, [2, 3], t.zeros([2, 2])),
+        "with_scores": t.image.non_max_suppression_with_scores(BOXES[:2], scores, 3),
+        "overlaps": t.image.non_max_suppression_overlaps(t.zeros([2, 2]), scores, 3),
+        "combined": t.image.combined_non_max_suppression(t.zeros([2, 3, 1, 4]), t.zeros([2, 3, 5]), 2, 4),
+        "sample": t.image.sample_distorted_bounding_box([4, 5, 3], t.zeros([1, 1, 4])),
+        "ms_ssim": t.image.ssim_multiscale(t.zeros([2, 9, 9, 3]), t.zeros([2, 9, 9, 3]), 1.0, (0.5, 0.5), 3),
+        "jpeg": t.image.adjust_jpeg_quality(t.placeholder(t.uint8, [5, 6, 3]), 50),
+    }
+    return {
+        k: [(a.dtype.name, a.shape.as_list()) for a in (v if isinstance(v, (tuple, list)) else [v])]
+        for k, v in out.items()
+    }
+
+
+def test_static_shapes_and_dtypes_equal_tensorflows(tf1):
+    # (non_max_suppression_padded's: tests/test_image_nms_ops.py; TF traces it, ~1 s a call)
+    with tf.Graph().as_default():
+        ours = _static_shapes(tf)
+    with tf1.Graph().as_default():
+        theirs = _static_shapes(tf1)
+    assert ours == theirs

@@ -26,7 +26,7 @@ def test_ssim_multiscale_matches_tensorflow(tf1):
     def build(t):
         out = [
             t.image.ssim_multiscale(A, B, 1.0, power_factors=pf, filter_size=fs)
-            for pf, fs in (((0.3, 0.5, 0.2), 5), ((0.5, 0.5), 3), ((1.0,), 7))
+            for pf, fs in (((0.3, 0.5, 0.2), 5), ((1.0,), 7))
         ]
         out.append(
             t.image.ssim_multiscale(

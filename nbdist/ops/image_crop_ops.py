@@ -376,6 +376,9 @@ def _glimpse_shape(inputs, attrs):
     size = get_static_value(inputs[1])
     hw = [None, None] if size is None else [int(s) for s in np.ravel(size)]
     batch, depth = (None, None) if x.ndims != 4 else (x.dims[0], x.dims[3])
+    offsets = inputs[2].shape
+    if batch is None and offsets.ndims == 2:
+        batch = offsets.dims[0]
     return [(_dtypes.float32, TensorShape([batch, *hw, depth]))]
 
 
