@@ -33,7 +33,8 @@ def disable_tensor_equality():
 
 def disable_v2_tensorshape():
     """Accepted for TF 1.x programs; nbdist's shapes still index to ints or None (TF 2's, as
-    `enable_v2_tensorshape` says), which compare equal to TF 1.x's `Dimension`s."""
+    `enable_v2_tensorshape` says), which compare equal to TF 1.x's `Dimension`s; a known one
+    also has TF 1.x's ``.value`` (``x.get_shape()[1].value``), an unknown one is None."""
 
 
 def executing_eagerly():
@@ -59,7 +60,7 @@ def resource_variables_enabled():
 
 def enable_v2_tensorshape():
     """Nothing to do: indexing an nbdist `TensorShape` already gives an int or None (TF 2's),
-    not a `Dimension`."""
+    not a `Dimension` (a known one is an int with ``.value`` too)."""
 
 
 def _refuse(switch, what):
