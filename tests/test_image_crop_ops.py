@@ -159,7 +159,7 @@ def test_extract_glimpse_matches_tensorflow_inside_the_image(tf1, flags):
 def test_extract_glimpse_errors_and_shape(tf1):
     with tf.Graph().as_default(), tf.Session() as sess:
         out = tf.image.extract_glimpse(tf.placeholder(tf.float32, [None, 6, 7, 2]), [3, 4], tf.zeros([5, 2]))
-        assert out.shape.as_list() == [None, 3, 4, 2]
+        assert out.shape.as_list() == [5, 3, 4, 2]  # (the batch of offsets, as TF)
         with pytest.raises(tf.errors.InvalidArgumentError, match="vector of size 2"):
             sess.run(tf.image.extract_glimpse(X3, tf.constant([2, 2, 1]), np.zeros((3, 2), np.float32)))
         x = tf.constant(X3)
