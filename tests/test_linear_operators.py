@@ -290,3 +290,66 @@ def test_structured_operator_argument_errors_match_tensorflow(tf1):
                 lib.linalg.LinearOperatorBlockLowerTriangular(
                     [[lib.linalg.LinearOperatorIdentity(2)], [lib.linalg.LinearOperatorIdentity(2)]]
                 )
+
+
+def _reversal_operator(t):
+    class Reversal(t.linalg.LinearOperator):
+        """A user's operator: reverses the rows (only `_shape`, `_shape_tensor`, `_matmul` given)."""
+
+        def __init__(self, n):
+            self._n = n
+            super().__init__(dtype=t.float64, is_self_adjoint=True, is_non_singular=True, name="Reversal")
+
+        def _shape(self):
+            return t.TensorShape([self._n, self._n])
+
+        def _shape_tensor(self):
+            return t.constant([self._n, self._n])
+
+        def _matmul(self, x, adjoint=False, adjoint_arg=False):
+            return t.reverse(t.linalg.adjoint(x) if adjoint_arg else x, [-2])
+
+    return Reversal(3)
+
+
+def test_a_users_subclass_gets_the_defaults_of_tensorflow(tf1):
+    def build(t):
+        op = _reversal_operator(t)
+        return (
+            op.to_dense(),
+            op.matmul(t.constant(X[0]), adjoint=True),
+            op.solve(t.constant(X[0])),
+            op.determinant(),
+            op.log_abs_determinant(),
+            op.trace(),
+            op.diag_part(),
+            op.eigvals(),
+            op.cond(),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_condition_numbers_match_tensorflow(tf1):
+    def build(t):
+        spd = t.linalg.LinearOperatorFullMatrix(t.constant(SPD), is_self_adjoint=True)
+        return spd.cond(), t.linalg.LinearOperatorFullMatrix(t.constant(M)).cond()
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8)
+
+
+def test_arguments_of_the_wrong_dtype_or_size_are_refused_as_tensorflow(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default():
+            op = lib.linalg.LinearOperatorFullMatrix(lib.constant(M))
+            with pytest.raises(
+                TypeError,
+                match=r"Expected argument to have dtype <dtype: 'float64'>\.  Found: <dtype: 'float32'>",
+            ):
+                op.matmul(lib.constant(X, lib.float32))
+            with pytest.raises(ValueError, match="Dimensions 3 and 2 are not compatible"):
+                op.matmul(lib.constant(X), adjoint_arg=True)
+            with pytest.raises(ValueError, match="Dimensions 3 and 2 are not compatible"):
+                op.solvevec(lib.constant(V[:, :2]))

@@ -174,8 +174,23 @@ class LinearOperator:
             right = x.adjoint() if adjoint_arg else x
             return _DERIVED["composition"]([left, right])
         with self._scope(name):
-            x = convert_to_tensor(x, dtype=self.dtype, name="x")
+            x = self._checked_arg(x, "x", -2 if adjoint else -1, -1 if adjoint_arg else -2)
             return self._matmul(x, adjoint=adjoint, adjoint_arg=adjoint_arg)
+
+    def _checked_arg(self, x, name, self_axis, arg_axis):
+        """`x` as a tensor of the operator's dtype whose `arg_axis` fits the operator's
+        `self_axis` (TF's checks: `TypeError`, `ValueError`)."""
+        x = convert_to_tensor(x, name=name)
+        if x.dtype != self.dtype:
+            raise TypeError(
+                f"Expected argument to have dtype <dtype: '{self.dtype.name}'>.  Found: "
+                f"<dtype: '{x.dtype.name}'> in tensor {x}"
+            )
+        mine = self.shape.dims[self_axis] if self.shape.ndims is not None else None
+        theirs = x.shape.dims[arg_axis] if x.shape.ndims is not None else None
+        if mine is not None and theirs is not None and mine != theirs:
+            raise ValueError(f"Dimensions {mine} and {theirs} are not compatible")
+        return x
 
     def __matmul__(self, other):
         return self.matmul(other)
@@ -185,7 +200,7 @@ class LinearOperator:
         from nbdist.ops.reshape_ops import expand_dims, squeeze  # noqa: PLC0415
 
         with self._scope(name):
-            x = convert_to_tensor(x, dtype=self.dtype, name="x")
+            x = self._checked_arg(x, "x", -2 if adjoint else -1, -1)
             return squeeze(self._matmul(expand_dims(x, -1), adjoint=adjoint, adjoint_arg=False), [-1])
 
     def _check_solvable(self, what):
@@ -210,7 +225,7 @@ class LinearOperator:
             right = rhs.adjoint() if adjoint_arg else rhs
             return left.inverse().matmul(right)
         with self._scope(name):
-            rhs = convert_to_tensor(rhs, dtype=self.dtype, name="rhs")
+            rhs = self._checked_arg(rhs, "rhs", -1 if adjoint else -2, -1 if adjoint_arg else -2)
             return self._solve(rhs, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
     def _solve(self, rhs, adjoint=False, adjoint_arg=False):
@@ -225,7 +240,7 @@ class LinearOperator:
 
         self._check_solvable("solve")
         with self._scope(name):
-            rhs = convert_to_tensor(rhs, dtype=self.dtype, name="rhs")
+            rhs = self._checked_arg(rhs, "rhs", -1 if adjoint else -2, -1)
             return squeeze(self._solve(expand_dims(rhs, -1), adjoint=adjoint), [-1])
 
     # -- scalars -----------------------------------------------------------------------------------
@@ -274,6 +289,18 @@ class LinearOperator:
 
         return matrix_diag_part(self.to_dense())
 
+    def cond(self, name="cond"):
+        """The condition number: the ratio of the largest to the smallest singular value (of
+        the eigenvalues' moduli when self-adjoint), as TF's."""
+        from nbdist.ops.linalg_decomp_ops import svd  # noqa: PLC0415
+        from nbdist.ops.reduction_ops import reduce_max, reduce_min  # noqa: PLC0415
+
+        with self._scope(name):
+            vals = (
+                abs_value(self._eigvals()) if self.is_self_adjoint else svd(self.to_dense(), compute_uv=False)
+            )
+            return reduce_max(vals, axis=-1) / reduce_min(vals, axis=-1)
+
     def eigvals(self, name="eigvals"):
         """The eigenvalues, ascending (self-adjoint operators only, as TF).
 
@@ -307,7 +334,7 @@ class LinearOperator:
     def add_to_tensor(self, x, name="add_to_tensor"):
         """``self.to_dense() + x``."""
         with self._scope(name):
-            return self._add_to_tensor(convert_to_tensor(x, dtype=self.dtype, name="x"))
+            return self._add_to_tensor(convert_to_tensor(x, name="x"))
 
     def _add_to_tensor(self, x):
         return self.to_dense() + x
