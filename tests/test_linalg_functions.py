@@ -14,6 +14,7 @@ SPD = A @ np.swapaxes(A, -1, -2) + np.eye(3)
 RHS = _RNG.standard_normal((2, 3, 2))
 DIAGS = _RNG.standard_normal((2, 3, 4)) + np.array([0.0, 3.0, 0.0])[:, None]
 TRI_RHS = _RNG.standard_normal((2, 4, 2))
+NONSYMMETRIC = _RNG.standard_normal((2, 4, 4)) + 2 * np.eye(4)  # complex eigenvalue pairs too
 ALPHA = np.array([1.0, 2.0, 3.0, 4.0])
 BETA = np.array([0.5, -0.25, 0.75])
 
@@ -29,6 +30,8 @@ CASES = {
     "expm_complex": lambda t: t.linalg.expm(t.constant(A[0] + 0.5j * A[1])),
     "logm": lambda t: t.linalg.logm(t.constant(SPD.astype(np.complex128))),
     "sqrtm": lambda t: t.linalg.sqrtm(t.constant(SPD)),
+    "sqrtm_nonsymmetric": lambda t: t.linalg.sqrtm(t.constant(NONSYMMETRIC)),
+    "sqrtm_complex": lambda t: t.linalg.sqrtm(t.constant(NONSYMMETRIC + 1j * NONSYMMETRIC[::-1])),
     "matrix_square_root": lambda t: t.matrix_square_root(t.constant(SPD[0], t.float32)),
     "lu_solve": lambda t: t.linalg.lu_solve(*t.linalg.lu(t.constant(A)), t.constant(RHS)),
     "lu_solve_broadcast": lambda t: t.linalg.lu_solve(*t.linalg.lu(t.constant(A)), t.constant(RHS[0])),
@@ -238,3 +241,17 @@ def test_dtype_errors_match_tensorflow(tf1):
                 ValueError, match=r"tf.linalg.expm does not support matrices of type <dtype: 'int32'>"
             ):
                 lib.linalg.expm(lib.constant([[1, 2], [3, 4]]))
+
+
+def test_sqrtm_without_a_real_principal_root_is_nan_as_tensorflow(tf1):
+    def build(t):
+        negative, zero = t.constant(np.diag([-1.0, 4.0])), t.constant(np.zeros((2, 2)))
+        return (
+            t.linalg.sqrtm(negative),
+            t.matrix_square_root(zero),
+            t.linalg.sqrtm(t.constant(np.zeros((2, 0, 0)))),
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))

@@ -6,6 +6,8 @@ The kernels are SciPy's (`scipy.linalg`, imported when a kernel first runs, as
 ops/special_math_ops.py does), one matrix at a time.
 """
 
+import warnings
+
 import numpy as np
 
 from nbdist.graph import dtypes as _dtypes
@@ -40,12 +42,49 @@ def _square_shape(inputs, attrs):
 def _per_matrix(node, x, fn):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise invalid_argument(node, f"{node.op}: input must be square matrices, got shape {list(x.shape)}")
+    if x.size == 0:
+        return x.copy()
     flat = x.reshape(-1, *x.shape[-2:])
     out = np.empty(flat.shape, x.dtype)
-    for i, m in enumerate(flat):
-        value = fn(m.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
-        out[i] = value.real if x.dtype.kind != "c" else value
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # (SciPy's "singular matrix" notes: TF answers NaN silently)
+        for i, m in enumerate(flat):
+            value = fn(m.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+            out[i] = value.real if x.dtype.kind != "c" else value
     return out.reshape(x.shape)
+
+
+def _schur_blocks(t):
+    """``(start, size)`` of the 1x1 and 2x2 diagonal blocks of a (real) quasi-triangular `t`."""
+    blocks, i, n = [], 0, t.shape[0]
+    while i < n:
+        size = 2 if i + 1 < n and t[i + 1, i] != 0 else 1
+        blocks.append((i, size))
+        i += size
+    return blocks
+
+
+def _sqrtm_one(a):
+    """The principal square root by the Schur method, as TF's (Eigen's) kernel: ``a = U T U^H``,
+    the quasi-triangular ``T``'s root block by block (a real matrix's negative eigenvalue gives
+    NaN, a zero sum of diagonal roots an infinite or NaN entry), then ``U R U^H``."""
+    linalg = _scipy_linalg()
+    t, u = linalg.schur(a, output="complex" if a.dtype.kind == "c" else "real")
+    blocks = _schur_blocks(t)
+    r = np.zeros_like(t)
+    for start, size in blocks:
+        part = slice(start, start + size)
+        r[part, part] = np.sqrt(t[start, start]) if size == 1 else linalg.sqrtm(t[part, part]).real
+    for j, (cj, sj) in enumerate(blocks):
+        col = slice(cj, cj + sj)
+        for ci, si in reversed(blocks[:j]):
+            row = slice(ci, ci + si)
+            rhs = t[row, col] - r[row, ci + si : cj] @ r[ci + si : cj, col]
+            if si == sj == 1:
+                r[row, col] = rhs / (r[ci, ci] + r[cj, cj])
+            else:
+                r[row, col] = linalg.solve_sylvester(r[row, row], r[col, col], rhs)
+    return u @ r @ u.conj().T
 
 
 def _checked(input, dtypes, op_type, name):  # noqa: A002 - TF's argument name
@@ -126,7 +165,7 @@ registry.shape("MatrixSquareRoot")(_square_shape)
 
 @registry.kernel("MatrixSquareRoot")
 def _sqrtm_kernel(ctx, node, x):
-    return _per_matrix(node, x, _scipy_linalg().sqrtm)
+    return _per_matrix(node, x, _sqrtm_one)
 
 
 @registry.gradient("MatrixSquareRoot")
