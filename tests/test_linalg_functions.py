@@ -243,7 +243,7 @@ def test_dtype_errors_match_tensorflow(tf1):
                 lib.linalg.expm(lib.constant([[1, 2], [3, 4]]))
 
 
-def test_sqrtm_without_a_real_principal_root_is_nan_as_tensorflow(tf1):
+def test_sqrtm_and_logm_without_a_principal_root_or_logarithm_are_nan_as_tensorflow(tf1):
     def build(t):
         negative, zero = t.constant(np.diag([-1.0, 4.0])), t.constant(np.zeros((2, 2)))
         return (

@@ -143,7 +143,13 @@ registry.no_gradient("MatrixLogarithm")
 
 
 def _logm_one(m):
-    value = _scipy_linalg().logm(m)
+    """The principal logarithm (SciPy's); a singular matrix (a zero eigenvalue: no logarithm) is
+    all NaN, as TF's kernel answers."""
+    linalg = _scipy_linalg()
+    t, _ = linalg.schur(m, output="complex")
+    if np.any(np.diag(t) == 0):
+        return np.full(m.shape, np.nan + 1j * np.nan)
+    value = linalg.logm(m)
     return value[0] if isinstance(value, tuple) else value
 
 
