@@ -255,3 +255,46 @@ def test_sqrtm_and_logm_without_a_principal_root_or_logarithm_are_nan_as_tensorf
     for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
         assert a.shape == b.shape
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+
+
+def test_eigh_tridiagonal_of_one_element_matches_tensorflow(tf1):
+    def build(t):
+        alpha, beta = t.constant([3.0]), t.constant(np.zeros(0, np.float32))
+        return t.linalg.eigh_tridiagonal(alpha, beta), t.linalg.eigh_tridiagonal(
+            alpha, beta, eigvals_only=False
+        )
+
+    for a, b in zip(_value(tf, build), _value(tf1, build), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("select", "select_range", "match"),
+    [
+        ("v", [2.0, 1.0], "Got empty interval in select_range"),
+        ("i", [2, 1], "Got empty index range in select_range"),
+    ],
+)
+def test_eigh_tridiagonal_empty_ranges_fail_as_tensorflow(tf1, select, select_range, match):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default(), pytest.raises(lib.errors.InvalidArgumentError, match=match):
+            # (a constant range fails as the graph is built; a fed one when run)
+            lib.linalg.eigh_tridiagonal(
+                lib.constant(ALPHA), lib.constant(BETA), select=select, select_range=select_range
+            )
+        with lib.Graph().as_default(), lib.Session() as sess:
+            fed = lib.placeholder(lib.int32 if select == "i" else lib.float64, [2])
+            values = lib.linalg.eigh_tridiagonal(
+                lib.constant(ALPHA), lib.constant(BETA), select=select, select_range=fed
+            )
+            with pytest.raises(lib.errors.InvalidArgumentError, match=match):
+                sess.run(values, {fed: select_range})
+
+
+def test_eigh_tridiagonal_argument_errors_match_tensorflow(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default():
+            with pytest.raises(ValueError, match="'alpha' and 'beta' must have the same type"):
+                lib.linalg.eigh_tridiagonal(lib.constant(ALPHA), lib.constant(BETA, lib.float32))
+            with pytest.raises(ValueError, match="'select must have a value in"):
+                lib.linalg.eigh_tridiagonal(lib.constant(ALPHA), lib.constant(BETA), select="x")

@@ -390,16 +390,35 @@ def _eigh_tridiagonal_kernel(ctx, node, alpha, beta, select_range):
         e = np.abs(e)
     else:
         phases = None
-    if select == "v" and rng[0] >= rng[1]:
-        vals, vecs = np.zeros(0), np.zeros((d.size, 0))
-    else:
-        vals, vecs = scipy.linalg.eigh_tridiagonal(d, e, select=select, select_range=rng)
+    if select == "v" and not rng[0] < rng[1]:
+        raise invalid_argument(node, "Got empty interval in select_range.")
+    if select == "i" and not rng[0] <= rng[1]:
+        raise invalid_argument(node, "Got empty index range in select_range.")
+    vals, vecs = scipy.linalg.eigh_tridiagonal(d, e, select=select, select_range=rng)
     if phases is not None:
         vecs = phases[:, None] * vecs
     return vals.astype(alpha.real.dtype), vecs.astype(alpha.dtype)
 
 
 registry.no_gradient("EighTridiagonal")
+
+
+def _check_static_range(select, rng):
+    """A constant empty range fails when the graph is built, as TF's constant-folded assert."""
+    from nbdist import errors  # noqa: PLC0415
+    from nbdist.ops.shape_ops import get_static_value  # noqa: PLC0415
+
+    static = get_static_value(rng)
+    if static is None:
+        return
+    if select == "v" and not static[0] < static[1]:
+        raise errors.InvalidArgumentError(
+            None, None, f"Got empty interval in select_range: {static.tolist()}"
+        )
+    if select == "i" and not static[0] <= static[1]:
+        raise errors.InvalidArgumentError(
+            None, None, f"Got empty index range in select_range: {static.tolist()}"
+        )
 
 
 def eigh_tridiagonal(alpha, beta, eigvals_only=True, select="a", select_range=None, tol=None, name=None):
@@ -414,8 +433,6 @@ def eigh_tridiagonal(alpha, beta, eigvals_only=True, select="a", select_range=No
     """
     from nbdist.ops.constant_op import constant  # noqa: PLC0415
 
-    if select not in ("a", "v", "i"):
-        raise ValueError(f"'select' must have a value in {{'a', 'v', 'i'}}, got {select!r}.")
     with get_default_graph().name_scope(name or "eigh_tridiagonal"):
         alpha = convert_to_tensor(alpha, name="alpha")
         beta = convert_to_tensor(beta, name="beta")
@@ -426,12 +443,23 @@ def eigh_tridiagonal(alpha, beta, eigvals_only=True, select="a", select_range=No
         n, nb = alpha.shape.dims[0], beta.shape.dims[0] if beta.shape.ndims else None
         if n is not None and nb is not None and nb != n - 1:
             raise ValueError(f"beta must have one element fewer than alpha: got {nb} and {n}")
+        if n is not None and n <= 1:
+            from nbdist.ops.complex_ops import real  # noqa: PLC0415
+
+            return real(alpha) if alpha.dtype.is_complex else alpha + 0  # (TF's, vectors or not)
+        if alpha.dtype != beta.dtype:
+            raise ValueError("'alpha' and 'beta' must have the same type.")
+        if select not in ("a", "v", "i"):
+            raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
         if select == "a":
             rng = constant([0, 0], dtype=_dtypes.float64)
         else:
             if select_range is None:
                 raise ValueError(f"select={select!r} needs select_range, a pair (min, max)")
-            rng = convert_to_tensor(select_range, dtype=_dtypes.int64 if select == "i" else None)
+            rng = convert_to_tensor(
+                select_range, dtype=_dtypes.int32 if select == "i" else alpha.dtype.real_dtype
+            )
+            _check_static_range(select, rng)
         op = registry.make_op("EighTridiagonal", [alpha, beta, rng], {"select": select})
         if select == "i":
             from nbdist.ops.shape_ops import get_static_value  # noqa: PLC0415
