@@ -353,3 +353,29 @@ def test_arguments_of_the_wrong_dtype_or_size_are_refused_as_tensorflow(tf1):
                 op.matmul(lib.constant(X), adjoint_arg=True)
             with pytest.raises(ValueError, match="Dimensions 3 and 2 are not compatible"):
                 op.solvevec(lib.constant(V[:, :2]))
+
+
+def test_operators_of_unknown_batch_size_match_tensorflow(tf1):
+    def build(t):
+        m, d = t.placeholder(t.float64, [None, 3, 3]), t.placeholder(t.float64, [None, 3])
+        ops = [
+            t.linalg.LinearOperatorFullMatrix(m),
+            t.linalg.LinearOperatorComposition(
+                [t.linalg.LinearOperatorFullMatrix(m), t.linalg.LinearOperatorDiag(d)]
+            ),
+            t.linalg.LinearOperatorBlockDiag(
+                [t.linalg.LinearOperatorFullMatrix(m), t.linalg.LinearOperatorDiag(d)]
+            ),
+            t.linalg.LinearOperatorHouseholder(d),
+            t.linalg.LinearOperatorCirculant(d, input_output_dtype=t.float64),
+        ]
+        return [(op.to_dense(), op.determinant(), op.shape_tensor()) for op in ops], {m: M, d: D}
+
+    results = []
+    for lib in (tf, tf1):
+        with lib.Graph().as_default(), lib.Session() as sess:
+            fetches, feed = build(lib)
+            results.append(sess.run(fetches, feed))
+    for ours, theirs in zip(*results, strict=True):
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)

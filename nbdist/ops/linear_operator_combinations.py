@@ -301,13 +301,15 @@ class LinearOperatorBlockDiag(LinearOperator):
 
 
 def broadcast_batches(tensors, trailing=2):
-    """`tensors` with their batch dimensions (all but the last `trailing`) broadcast to one."""
-    from nbdist.ops.array_ops import zeros  # noqa: PLC0415
+    """`tensors` with their batch dimensions (all but the last `trailing`) broadcast to one (a
+    sum of zeros shaped as each batch, so unknown batch dimensions broadcast at run time too)."""
+    from nbdist.ops.cast_select_ops import zeros_like  # noqa: PLC0415
 
-    batch = TensorShape([])
+    zero = None
     for t in tensors:
-        batch = broadcast_shape(batch, TensorShape(t.shape.dims[:-trailing]))
-    return [t + zeros([*batch.as_list(), *[1] * trailing], dtype=t.dtype) for t in tensors]
+        corner = t[..., :1, :1] if trailing == 2 else t[..., :1]
+        zero = zeros_like(corner) if zero is None else zero + zeros_like(corner)
+    return [t + zero for t in tensors]
 
 
 class LinearOperatorKronecker(LinearOperator):

@@ -42,10 +42,12 @@ def _static_n(v, cls):
     return n
 
 
-def _batch_ones(op, value):
-    from nbdist.ops.array_ops import ones  # noqa: PLC0415
+def _batch_filled(vectors, value, dtype):
+    """`value` in `dtype`, shaped as the batch of `vectors` ``[..., N]`` (known or not)."""
+    from nbdist.ops.cast_select_ops import cast, zeros_like  # noqa: PLC0415
 
-    return value * ones(op.batch_shape.as_list(), dtype=op.dtype)
+    zero = zeros_like(vectors[..., 0])
+    return (cast(zero, dtype) if zero.dtype != dtype else zero) + value
 
 
 class LinearOperatorPermutation(LinearOperator):
@@ -107,7 +109,7 @@ class LinearOperatorPermutation(LinearOperator):
         return self._matrix()
 
     def _log_abs_determinant(self):
-        return _batch_ones(self, 0.0)
+        return _batch_filled(self._perm, 0.0, self.dtype)
 
     def _assert_non_singular(self):
         from nbdist.ops.control_flow_ops import no_op  # noqa: PLC0415
@@ -172,17 +174,17 @@ class LinearOperatorHouseholder(LinearOperator):
         return 1.0 - 2 * v * v
 
     def _determinant(self):
-        return _batch_ones(self, -1.0)
+        return _batch_filled(self._reflection_axis, -1.0, self.dtype)
 
     def _log_abs_determinant(self):
-        return _batch_ones(self, 0.0)
+        return _batch_filled(self._reflection_axis, 0.0, self.dtype)
 
     def _eigvals(self):
-        from nbdist.ops.array_ops import ones  # noqa: PLC0415
+        from nbdist.ops.cast_select_ops import ones_like  # noqa: PLC0415
         from nbdist.ops.concat_slice_ops import concat  # noqa: PLC0415
 
-        n, batch = _static_n(self._reflection_axis, "LinearOperatorHouseholder"), self.batch_shape.as_list()
-        return concat([-ones([*batch, 1], dtype=self.dtype), ones([*batch, n - 1], dtype=self.dtype)], -1)
+        v = self._reflection_axis
+        return concat([-ones_like(v[..., :1]), ones_like(v[..., 1:])], -1)
 
 
 class LinearOperatorToeplitz(LinearOperator):
