@@ -395,8 +395,16 @@ CASES = [
     ("MatrixSolve", tf.matrix_solve, [r(2, 3, 3) + 3 * np.eye(3), r(2, 3, 2)]),
     ("MatrixSolve", lambda a, b: tf.matrix_solve(a, b, adjoint=True), [r(3, 3) + 3 * np.eye(3), r(3, 1)]),
     ("MatrixExponential", lambda a: tf.linalg.expm(a * 0.5), [r(2, 3, 3)]),
-    ("MatrixSquareRoot", lambda a: tf.linalg.sqrtm(tf.einsum("...ij,...kj->...ik", a, a) + np.eye(3)), [r(2, 3, 3)]),
-    ("TridiagonalSolve", lambda d, b: tf.linalg.tridiagonal_solve(d + [[0.0], [4.0], [0.0]], b), [r(2, 3, 4), r(2, 4, 2)]),
+    (
+        "MatrixSquareRoot",
+        lambda a: tf.linalg.sqrtm(tf.einsum("...ij,...kj->...ik", a, a) + np.eye(3)),
+        [r(2, 3, 3)],
+    ),
+    (
+        "TridiagonalSolve",
+        lambda d, b: tf.linalg.tridiagonal_solve(d + np.array([[0.0], [4.0], [0.0]]), b),
+        [r(2, 3, 4), r(2, 4, 2)],
+    ),
     ("TridiagonalMatMul", tf.linalg.tridiagonal_matmul, [r(2, 3, 4), r(2, 4, 3)]),
     ("MatrixTriangularSolve", tf.matrix_triangular_solve, [r(2, 3, 3) + 3 * np.eye(3), r(2, 3, 2)]),
     (
@@ -456,7 +464,8 @@ CASES = [
     (
         "CropAndResize",
         lambda x: tf.cast(
-            tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9], [0.8, 0.6, 0.3, 0.1]], [1, 0], [3, 4]), tf.float64
+            tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9], [0.8, 0.6, 0.3, 0.1]], [1, 0], [3, 4]),
+            tf.float64,
         ),
         [r(2, 4, 5, 2)],
         FLOAT32_IMAGE,
@@ -471,7 +480,9 @@ CASES = [
     ),
     (
         "CropAndResize",
-        lambda x: tf.cast(tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9]], [0], [3, 4], method="nearest"), tf.float64),
+        lambda x: tf.cast(
+            tf.image.crop_and_resize(x, [[0.1, 0.2, 0.7, 0.9]], [0], [3, 4], method="nearest"), tf.float64
+        ),
         [r(1, 4, 5, 2)],
         FLOAT32_IMAGE,
     ),
@@ -529,7 +540,11 @@ CASES = [
     ("IFFT2D", lambda x, y: _complex_parts(tf.ifft2d(tf.complex(x, y))), [r(2, 2, 3), r(2, 2, 3)]),
     ("FFT3D", lambda x, y: _complex_parts(tf.fft3d(tf.complex(x, y))), [r(2, 2, 3), r(2, 2, 3)]),
     ("IFFT3D", lambda x, y: _complex_parts(tf.ifft3d(tf.complex(x, y))), [r(1, 2, 2, 3), r(1, 2, 2, 3)]),
-    ("FFTND", lambda x, y: _complex_parts(tf.fftnd(tf.complex(x, y), [3, 4], [0, -1])), [r(2, 3, 5), r(2, 3, 5)]),
+    (
+        "FFTND",
+        lambda x, y: _complex_parts(tf.fftnd(tf.complex(x, y), [3, 4], [0, -1])),
+        [r(2, 3, 5), r(2, 3, 5)],
+    ),
     ("IFFTND", lambda x, y: _complex_parts(tf.ifftnd(tf.complex(x, y), [2], [1])), [r(2, 3), r(2, 3)]),
     ("RFFTND", lambda x: _complex_parts(tf.rfftnd(x, [4, 7], [1, 2], Tcomplex=tf.complex128)), [r(2, 3, 5)]),
     ("RFFTND", lambda x: _complex_parts(tf.rfftnd(x, [4], [-1], Tcomplex=tf.complex128)), [r(2, 6)]),
@@ -539,7 +554,11 @@ CASES = [
         [r(2, 3, 4), r(2, 3, 4)],
     ),
     ("IRFFTND", lambda x, y: tf.irfftnd(tf.complex(x, y), [5], [-1], Treal=tf.float64), [r(2, 4), r(2, 4)]),
-    ("StatelessRandomGammaV2", lambda a: tf.random.stateless_gamma([2, 3], [1, 2], a, dtype=tf.float64), [p(3)]),
+    (
+        "StatelessRandomGammaV2",
+        lambda a: tf.random.stateless_gamma([2, 3], [1, 2], a, dtype=tf.float64),
+        [p(3)],
+    ),
     # (scatter_nd_ops, sort_search_ops: indexing by N-d coordinates, selecting with broadcasting)
     ("GatherNd", lambda x: tf.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), [r(3, 2)]),
     ("GatherNd", lambda x: tf.gather_nd(x, [[[1], [0]]]), [r(2, 3, 2)]),
