@@ -112,5 +112,5 @@ def test_create_local_cluster_starts_in_process_servers():
 
 
 def test_unknown_tf_test_names_say_so():
-    with pytest.raises(AttributeError, match=r"tf\.test\.compute_gradient is not supported"):
-        tf.test.compute_gradient  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf\.test\.no_such_helper is not supported"):
+        tf.test.no_such_helper  # noqa: B018
