@@ -45,10 +45,25 @@ COVERAGE = (
 )
 # Names nbdist leaves out on purpose; they stay in the denominator.
 EXCLUDED = {
-    "GPU, TPU or XLA only": re.compile(r"(?i)gpu|tpu|cuda|xla|mlir|device_placement_logging"),
+    "GPU, TPU or XLA only": re.compile(
+        r"(?i)gpu|tpu|cuda|xla|mlir|device_placement_logging|^generate_bounding_box_proposals$"
+    ),
     "TF 2 behaviours (nbdist is TF 1.x; the disable_* switches are no-ops)": re.compile(
         r"^enable_(v2|eager|control_flow_v2|tensor_equality|resource_variables|v2_behavior|v2_tensorshape)"
     ),
+    "TF 2's eager and object-based APIs (GradientTape, tf.Module, tf.function, object checkpoints)": re.compile(
+        r"^(GradientTape|Module|function|wrap_function|Checkpoint|CheckpointManager|CheckpointOptions|"
+        r"NumpyIterator|CriticalSection)$"
+    ),
+    "quantized types and ops (nbdist computes in float, int, bool, complex and string)": re.compile(
+        r"(?i)quantiz|^q(u)?int\d+$|fake_quant|^dequantize$"
+    ),
+    "ragged tensors (nbdist has dense and sparse tensors)": re.compile(
+        r"(?i)ragged|^bytes_split$|^unicode_decode|^unicode_split"
+    ),
+    "C++ op and file-system libraries": re.compile(r"^load_(file_system_|op_)?library$"),
+    "tf.contrib-era linear solvers": re.compile(r"^sdca_"),
+    "JPEG XL (Pillow, nbdist's image codec, cannot read it)": re.compile(r"^decode_jxl$"),
 }
 COVERAGE_START = "<!-- coverage table: docs/gen_api.py writes it when TensorFlow is importable -->"
 COVERAGE_END = "<!-- end of the coverage table -->"
@@ -71,6 +86,8 @@ NAMESPACES = (
     "random",
     "initializers",
     "io",
+    "image",
+    "strings",
 )
 
 HEADER = """# Supported TensorFlow 1.x API
@@ -93,7 +110,17 @@ iterations run one after another (`parallel_iterations` and `swap_memory` are ac
 unused); the gradient of a loop whose body draws random numbers is refused (it recomputes
 the body; the loop itself runs). A TF 1.x GraphDef's `tf.cond` imports; its `while_loop`
 (Enter/Exit frames) does not.
-Shuffled orders are nbdist's own (seeded, one permutation per epoch), not TF's.
+Random numbers are nbdist's own, seeded by TF 1.x's rules but not TF's streams: the random
+ops, the stateless draws (the same seed gives the same numbers), `tf.random.Generator` and
+shuffled orders (one permutation per epoch). The special functions (`tf.lgamma`, `tf.igamma`,
+`tf.math.bessel_i0`, ...) and `tf.linalg`'s matrix functions compute with SciPy.
+`tf.fftnd` / `ifftnd` / `rfftnd` / `irfftnd` run on the CPU (TF's CPU build has no kernels for
+them). `tf.py_func` / `numpy_function` / `py_function` run their Python function only in the
+process that built the graph; a graph that would run one on another process is refused, naming
+the op. `tf.train.export_meta_graph` / `Saver.save` write nbdist's own meta graph (plain data);
+`import_meta_graph` reads it, and a TF-written `.meta` whose ops nbdist has and which holds no
+saver. `tf.data.Options` are recorded and merged as TF's, and change nothing in how a pipeline
+runs.
 `tf.app`, `tf.flags` (absl's flags, as in TF 1.x) and `tf.logging` are modules: every
 name of TF's is there.
 
@@ -150,6 +177,8 @@ def _kind(obj):
 def _summary(obj):
     if isinstance(obj, tf.DType):
         return f"numpy `{obj.np}`"
+    if isinstance(obj, (set, frozenset)):  # (in a stable order: a set's varies from run to run)
+        return f"`{type(obj).__name__}({{{', '.join(sorted(map(repr, obj)))}}})`"
     if not (inspect.isclass(obj) or callable(obj) or isinstance(obj, types.ModuleType)):
         return f"`{obj!r}`"
     doc = inspect.getdoc(obj) or ""
