@@ -51,7 +51,7 @@ EXCLUDED = {
     "TF 2 behaviours (nbdist is TF 1.x; the disable_* switches are no-ops)": re.compile(
         r"^enable_(v2|eager|control_flow_v2|tensor_equality|resource_variables|v2_behavior|v2_tensorshape)"
     ),
-    "TF 2's eager and object-based APIs (GradientTape, tf.Module, tf.function, object checkpoints)": re.compile(
+    "TF 2's eager and object APIs (GradientTape, tf.Module, tf.function, object checkpoints)": re.compile(
         r"^(GradientTape|Module|function|wrap_function|Checkpoint|CheckpointManager|CheckpointOptions|"
         r"NumpyIterator|CriticalSection)$"
     ),
