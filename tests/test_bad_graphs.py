@@ -39,7 +39,9 @@ def test_a_shape_mismatch_known_only_at_run_time_names_the_node(module_servers):
         return y, {x: np.ones((2, 4), np.float32)}
 
     fetch, feeds = build(tf)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"node product \(MatMul\) on /job:local") as e:
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"node product \(BatchMatMulV2\) on /job:local"
+    ) as e:
         _run(module_servers, fetch, feeds)
     assert e.value.message.startswith("[/job:local/replica:0/task:1]")
     assert _tf_error(build) == "InvalidArgumentError"

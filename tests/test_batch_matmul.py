@@ -62,3 +62,23 @@ def test_mistakes_are_refused_as_tf(tf1):
                 lib.matmul(A, B, transpose_a=True, adjoint_a=True)
             with pytest.raises(ValueError):
                 lib.matmul(A, np.ones((2, 3, 5)))
+
+
+def test_run_time_shape_errors_say_what_tf_says(tf1):
+    for lib in (tf, tf1):
+        with lib.Graph().as_default():
+            a, b = lib.placeholder(lib.float32, None), lib.placeholder(lib.float32, None)
+            product = lib.matmul(a, b, name="product")
+            assert product.op.type == "BatchMatMulV2"  # TF's choice for unknown ranks
+            with lib.Session() as sess:
+                for x, y, words in (
+                    ((2, 3), (2, 3), r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[2,3\] 0 0"),
+                    (
+                        (2, 2, 3),
+                        (3, 3, 1),
+                        r"must have compatible batch dimensions: \[2,2,3\] vs\. \[3,3,1\]",
+                    ),
+                    ((3,), (3, 2), r"In\[0\] ndims must be >= 2: 1"),
+                ):
+                    with pytest.raises(lib.errors.InvalidArgumentError, match=words):
+                        sess.run(product, {a: np.ones(x), b: np.ones(y)})

@@ -23,7 +23,7 @@ def test_enable_v2_tensorshape_is_what_nbdist_shapes_already_do(tf1):
         theirs = tf1.TensorShape([2, None, 3])
         ours = tf.TensorShape([2, None, 3])
         assert [ours[i] for i in range(3)] == [theirs[i] for i in range(3)] == [2, None, 3]
-        assert type(ours[0]) is type(theirs[0]) is int
+        assert type(theirs[0]) is int and isinstance(ours[0], int)  # (an int with TF 1.x's .value too)
         assert ours[1:].as_list() == theirs[1:].as_list()
     finally:
         tf1.disable_v2_tensorshape()  # the fixture's TF stays in TF 1.x mode for other tests

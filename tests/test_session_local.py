@@ -305,7 +305,10 @@ def test_kernel_failure_is_invalid_argument_naming_node_and_device(sess):
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         sess.run(product, {a: np.ones((2, 3)), b: np.ones((2, 3))})
     assert "product" in str(info.value)
-    assert f"[[node product (MatMul) on {LOCAL_DEVICE}]]" in str(info.value)
+    assert f"[[node product (BatchMatMulV2) on {LOCAL_DEVICE}]]" in str(
+        info.value
+    )  # TF's op for unknown ranks
+    assert "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3] 0 0" in str(info.value)  # TF's words
 
 
 def test_local_session_runs_ops_requested_on_remote_devices(sess):

@@ -4,6 +4,7 @@ dimensions broadcast as numpy's ``@``), as TF 1.x's `tf.matmul` chooses."""
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops._shapes import broadcast_shape
@@ -85,9 +86,32 @@ def _adjoint(m, flag):
     return np.conj(np.swapaxes(m, -1, -2)) if flag else m
 
 
+def _dims(a):
+    return "[" + ",".join(str(d) for d in np.shape(a)) + "]"
+
+
 @registry.kernel("BatchMatMulV2")
 def _batch_matmul_kernel(ctx, node, x, y):
-    return np.matmul(_adjoint(x, node.attr.get("adj_x")), _adjoint(y, node.attr.get("adj_y")))
+    for i, t in enumerate((x, y)):
+        if np.ndim(t) < 2:
+            raise errors.InvalidArgumentError(node.name, None, f"In[{i}] ndims must be >= 2: {np.ndim(t)}")
+    adj_x, adj_y = bool(node.attr.get("adj_x")), bool(node.attr.get("adj_y"))
+    x, y = _adjoint(x, adj_x), _adjoint(y, adj_y)
+    try:
+        np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"In[0] and In[1] must have compatible batch dimensions: {_dims(x)} vs. {_dims(y)}",
+        ) from None
+    if x.shape[-1] != y.shape[-2]:
+        raise errors.InvalidArgumentError(
+            node.name,
+            None,
+            f"Matrix size-incompatible: In[0]: {_dims(x)}, In[1]: {_dims(y)} {int(adj_x)} {int(adj_y)}",
+        )
+    return np.matmul(x, y)
 
 
 @registry.gradient("BatchMatMulV2")
