@@ -279,7 +279,23 @@ _PROTOS = (
 )
 
 
+def __dir__():
+    """The names, those made on first use too (TF's: `tf.bfloat16`, the protocol buffers)."""
+    lazy = [*_PROTOS, *(["bfloat16"] if _bfloat16_available() else [])]
+    return sorted({*globals(), *lazy})
+
+
+def _bfloat16_available():
+    import importlib.util  # noqa: PLC0415
+
+    return importlib.util.find_spec("ml_dtypes") is not None
+
+
 def __getattr__(name):
+    if name == "bfloat16":  # made on first use (graph/dtypes.py: ml_dtypes is slow to import)
+        from nbdist.graph import dtypes  # noqa: PLC0415
+
+        return dtypes.bfloat16
     if name in _MODULES:
         import importlib  # noqa: PLC0415
 

@@ -70,12 +70,12 @@ class DType:
         """The largest value of the type (TF's; a TypeError for bool, string and complex)."""
         return self._limit(1)
 
-    def _limit(self, index):
+    def _limit(self, index):  # (bfloat16's limits come from ml_dtypes: numpy cannot tell them)
         if self.is_quantized:
             what = ("minimum", "maximum")[index]
             raise TypeError(f"Cannot find {what} value of {self!r} with quantized type {self!r}.")
         if self._np.kind == "f" or self.name == "bfloat16":
-            info = (_ml_dtypes or np).finfo(self._np)
+            info = np.finfo(self._np) if self._np.kind == "f" else _bfloat16_finfo()
             return (-info.max, info.max)[index]
         if self._np.kind in "iu":
             info = np.iinfo(self._np)
@@ -135,12 +135,6 @@ quint16 = DType("quint16", np.uint16)
 qint32 = DType("qint32", np.int32)
 QUANTIZED_DTYPES = frozenset({qint8, quint8, qint16, quint16, qint32})
 _QUANTIZED_NAMES = frozenset(d.name for d in QUANTIZED_DTYPES)
-try:  # bfloat16 needs the ml_dtypes package (numpy has no bfloat16; TensorFlow installs it)
-    import ml_dtypes as _ml_dtypes
-except ImportError:
-    _ml_dtypes = None
-else:
-    bfloat16 = DType("bfloat16", _ml_dtypes.bfloat16)
 
 _ALL = (
     float16,
@@ -183,8 +177,28 @@ _ENUMS |= {
     "resource": 20,
 }
 _BY_NAME |= {d.name: d for d in (resource, *QUANTIZED_DTYPES)}
-if _ml_dtypes is not None:
-    _BY_NAME["bfloat16"] = _BY_NUMPY[bfloat16.np] = bfloat16
+_BFLOAT16 = []  # [the DType] once made, [None] when the ml_dtypes package is missing
+
+
+def _bfloat16():
+    """`bfloat16`, made on first use: it needs the ml_dtypes package (numpy has no bfloat16;
+    TensorFlow installs it), whose import costs ~0.7 s that every nbdist process would pay."""
+    if not _BFLOAT16:
+        try:
+            import ml_dtypes  # noqa: PLC0415
+        except ImportError:
+            _BFLOAT16.append(None)
+        else:
+            dtype = DType("bfloat16", ml_dtypes.bfloat16)
+            _BY_NAME["bfloat16"] = _BY_NUMPY[dtype.np] = dtype
+            _BFLOAT16.append(dtype)
+    return _BFLOAT16[0]
+
+
+def __getattr__(name):
+    if name == "bfloat16" and _bfloat16() is not None:
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 # TF's numpy spelling of a quantized type: a one-field structured dtype ([("qint8", "i1")]).
 _QUANTIZED_NUMPY = {np.dtype([(d.name, d.np)]): d for d in QUANTIZED_DTYPES}
 
@@ -198,7 +212,7 @@ def as_dtype(value):
     if isinstance(value, DType):
         return value
     if isinstance(value, str):
-        if value in _BY_NAME:
+        if value in _BY_NAME or (value == "bfloat16" and _bfloat16() is not None):
             return _BY_NAME[value]
         raise TypeError(f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}")
     if value in (bytes, str):
@@ -216,9 +230,15 @@ def as_dtype(value):
         return string
     if np_dtype in _QUANTIZED_NUMPY:
         return _QUANTIZED_NUMPY[np_dtype]
-    if np_dtype in _BY_NUMPY:
+    if np_dtype in _BY_NUMPY or (np_dtype.name == "bfloat16" and _bfloat16() is not None):
         return _BY_NUMPY[np_dtype]
     raise TypeError(f"dtype {np_dtype} is not supported; supported: {sorted(_BY_NAME)}")
+
+
+def _bfloat16_finfo():
+    import ml_dtypes  # noqa: PLC0415 - loaded already: a bfloat16 DType exists
+
+    return ml_dtypes.finfo(ml_dtypes.bfloat16)
 
 
 def dtype_of_value(array):

@@ -1,16 +1,17 @@
-"""`tf.bfloat16` and `tf.to_bfloat16`, where the ml_dtypes package gives numpy a bfloat16
-(TensorFlow installs it); without it neither name exists."""
+"""`tf.to_bfloat16` (and, through the facade, `tf.bfloat16`), where the ml_dtypes package gives
+numpy a bfloat16 (TensorFlow installs it). The DType is made on first use
+(`nbdist.graph.dtypes`): importing ml_dtypes costs ~0.7 s, which every nbdist process - every
+task of a cluster - would otherwise pay."""
 
-from nbdist.graph import dtypes as _dtypes
 from nbdist.ops.cast_select_ops import cast
 
-if getattr(_dtypes, "bfloat16", None) is not None:
-    bfloat16 = _dtypes.bfloat16
+__all__ = ["to_bfloat16"]
 
-    def to_bfloat16(x, name="ToBFloat16"):
-        """Deprecated: `tf.cast(x, tf.bfloat16)`."""
-        return cast(x, bfloat16, name=name)
 
-    __all__ = ["bfloat16", "to_bfloat16"]
-else:
-    __all__ = []
+def to_bfloat16(x, name="ToBFloat16"):
+    """Deprecated: `tf.cast(x, tf.bfloat16)`.
+
+    Raises:
+        TypeError: without the ml_dtypes package (nbdist then has no bfloat16).
+    """
+    return cast(x, "bfloat16", name=name)
