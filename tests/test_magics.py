@@ -340,12 +340,27 @@ def test_quoted_spec_json_starts_the_cluster(ip, stop_after):
     assert cluster.running
 
 
-def test_import_nbdist_does_not_load_ipython_or_the_notebook_layer():
+# Loaded on first use only: the notebook layer, and the libraries some ops need (ml_dtypes alone
+# took 0.7 s: every task process of a cluster paid it until bfloat16 was made lazily).
+NOT_AT_IMPORT = (
+    "IPython",
+    "ipywidgets",
+    "nbdist.notebook.magics",
+    "ml_dtypes",
+    "scipy",
+    "tensorboardX",
+    "PIL",
+    "matplotlib",
+    "tensorflow",
+)
+
+
+def test_import_nbdist_does_not_load_ipython_or_the_notebook_layer_or_heavy_libraries():
     import subprocess
 
     from procs import REPO
 
-    code = "import sys, nbdist; print(sorted(m for m in ('IPython', 'ipywidgets', 'nbdist.notebook.magics') if m in sys.modules))"
+    code = f"import sys, nbdist; print(sorted(m for m in {NOT_AT_IMPORT!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
