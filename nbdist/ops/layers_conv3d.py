@@ -15,6 +15,7 @@ from nbdist.ops.concat_slice_ops import stack
 from nbdist.ops.init_ops import zeros_initializer
 from nbdist.ops.layers_base import Layer
 from nbdist.ops.layers_conv import int_tuple, layer_data_format, layer_padding
+from nbdist.ops.layers_conv_more import deconv_length
 from nbdist.ops.layers_core import get_activation
 from nbdist.ops.shape_ops import shape
 
@@ -189,12 +190,6 @@ class Conv3D(_Conv3DBase):
         return self._finish(outputs)
 
 
-def _deconv_length(size, kernel, stride, padding):
-    """Keras's `deconv_output_length` (no output padding): an int, or a tensor when `size` is."""
-    size = size * stride
-    return size + max(kernel - stride, 0) if padding == "VALID" else size
-
-
 class Conv3DTranspose(_Conv3DBase):
     """`tf.layers.Conv3DTranspose`: ``activation(conv3d_transpose(inputs, kernel) + bias)``.
 
@@ -251,7 +246,7 @@ class Conv3DTranspose(_Conv3DBase):
         axes = (2, 3, 4) if self._nchw else (1, 2, 3)
         static = inputs.shape.as_list()
         sizes = [
-            _deconv_length(static[a] if static[a] is not None else dims[a], k, s, self.padding)
+            deconv_length(static[a] if static[a] is not None else dims[a], k, s, self.padding)
             for a, k, s in zip(axes, self.kernel_size, self.strides, strict=True)
         ]
         out = [dims[0], self.filters, *sizes] if self._nchw else [dims[0], *sizes, self.filters]

@@ -200,7 +200,7 @@ class Conv1D(_Conv):
         return self._finish(outputs)
 
 
-def _deconv_length(size, kernel, stride, padding):
+def deconv_length(size, kernel, stride, padding):
     """Keras's `deconv_output_length` (no output padding): an int, or a tensor when `size` is."""
     if size is None:
         return None
@@ -273,7 +273,7 @@ class Conv2DTranspose(_Conv):
         axes = (2, 3) if self._nchw else (1, 2)
         static = inputs.shape.as_list()
         sizes = [
-            _deconv_length(static[a] if static[a] is not None else dims[a], k, s, self.padding)
+            deconv_length(static[a] if static[a] is not None else dims[a], k, s, self.padding)
             for a, k, s in zip(axes, self.kernel_size, self.strides, strict=True)
         ]
         out = [dims[0], self.filters, *sizes] if self._nchw else [dims[0], *sizes, self.filters]

@@ -191,8 +191,9 @@ def _igammac_grad(op, grad):
     return [-ga, -gx]
 
 
-def _igamma_grad_a(a, x):
-    """d igamma(a, x) / da: a central difference in float64 (SciPy has no closed form)."""
+def igamma_grad_a(a, x):
+    """d igamma(a, x) / da, numpy arrays in and out: a central difference in float64 (SciPy has
+    no closed form). (`IgammaGradA`'s kernel; the random Gamma draws' gradient uses it too.)"""
     a64, x64 = np.asarray(a, np.float64), np.asarray(x, np.float64)
     h = 1e-5 * np.maximum(1.0, np.abs(a64))
     gammainc = _special().gammainc
@@ -222,7 +223,7 @@ def _broadcast_kernel(fn):
 _op("Polygamma", _broadcast_kernel(lambda a, x: _special().polygamma(a.astype(np.int64), x)), _polygamma_grad)
 _op("Igamma", _broadcast_kernel(lambda a, x: _special().gammainc(a, x)), _igamma_grad)
 _op("Igammac", _broadcast_kernel(lambda a, x: _special().gammaincc(a, x)), _igammac_grad)
-_op("IgammaGradA", _broadcast_kernel(_igamma_grad_a), None)
+_op("IgammaGradA", _broadcast_kernel(igamma_grad_a), None)
 _op("Betainc", _broadcast_kernel(lambda a, b, x: _special().betainc(a, b, x)), _betainc_grad)
 _op("Zeta", _broadcast_kernel(lambda x, q: _special().zeta(x, q)), _zeta_grad)
 

@@ -23,6 +23,7 @@ from nbdist.ops import registry
 from nbdist.ops._shapes import int_tensor
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.shape_ops import get_static_value
+from nbdist.ops.special_math_ops import igamma_grad_a
 
 __all__ = [
     "fold_in",
@@ -197,8 +198,7 @@ def _random_gamma_grad_kernel(ctx, node, alpha, sample):
     import scipy.special  # noqa: PLC0415
 
     a, x = np.broadcast_arrays(np.asarray(alpha, np.float64), np.asarray(sample, np.float64))
-    h = 1e-5 * np.maximum(1.0, a)
-    dp_da = (scipy.special.gammainc(a + h, x) - scipy.special.gammainc(a - h, x)) / (2.0 * h)
+    dp_da = igamma_grad_a(a, x)
     dp_dx = np.exp(-x + (a - 1.0) * np.log(x) - scipy.special.gammaln(a))
     return (-dp_da / dp_dx).astype(np.asarray(alpha).dtype)
 
