@@ -117,3 +117,29 @@ def test_a_zeromq_socket_is_watched_for_reading_only(pair):
     _, dealer = pair
     with pytest.raises(ValueError, match="reading only"):
         readiness.Poller({dealer: zmq.POLLIN | zmq.POLLOUT})
+
+
+def test_a_descriptors_events_change_in_place_without_asking_any_socket(pair):
+    """A serving loop's link that waits for room gets POLLOUT watched and then not, at every
+    step that writes a big tensor: in place, never a new poller that asks every socket."""
+    _, dealer = pair
+    a, b = socket.socketpair()
+    try:
+        poller = readiness.Poller({dealer: zmq.POLLIN, a.fileno(): zmq.POLLIN})
+        assert poller.poll(0) == {dealer: zmq.POLLIN}  # (a new poller asks its sockets once)
+        dealer.recv()
+        asked = poller.asked
+        poller.set_events(a.fileno(), zmq.POLLIN | zmq.POLLOUT)
+        assert poller.poll(0) == {a.fileno(): zmq.POLLOUT}
+        poller.set_events(a.fileno(), zmq.POLLIN)
+        assert poller.poll(0) == {}
+        b.send(b"x")
+        assert poller.poll(1000) == {a.fileno(): zmq.POLLIN}
+        poller.set_events(a.fileno(), 0)  # not watched at all
+        assert poller.poll(0) == {}
+        poller.set_events(b.fileno(), zmq.POLLOUT)  # one it did not watch before
+        assert poller.poll(0) == {b.fileno(): zmq.POLLOUT}
+        assert poller.asked == asked
+    finally:
+        a.close()
+        b.close()

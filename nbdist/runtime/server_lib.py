@@ -19,7 +19,7 @@ import weakref
 
 from nbdist import errors
 from nbdist.graph.device import Task
-from nbdist.runtime import threads
+from nbdist.runtime import allocator, threads
 from nbdist.runtime.cluster import ClusterSpec
 from nbdist.runtime.config import ConfigProto
 from nbdist.runtime.master import MasterService
@@ -396,6 +396,8 @@ class Server:
             "shm": dict(shm.stats),  # tensors sent and received through shared memory
             # BLAS threads of this process, this task's share and what decided them (`runtime.threads`)
             "threads": self.threads.as_status() if self.threads else None,
+            # whether this process keeps freed memory for its next arrays (`runtime.allocator`)
+            "allocator": allocator.state(),
         }
 
 

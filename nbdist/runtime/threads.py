@@ -34,6 +34,8 @@ import os
 import threading
 from dataclasses import dataclass
 
+from nbdist.runtime import allocator
+
 # Below the ``nbdist`` logger, as nbdist's own modules log: tf.logging.set_verbosity(INFO) shows
 # it. (Not `tf_logging`'s functions: their first call sets the ``nbdist`` logger to TF's default,
 # WARN, which would hide the INFO lines a program that configured logging itself asked for.)
@@ -234,6 +236,7 @@ class _ProcessPolicy:
     def claim(self, key, label, config, cores, policy_share, policy_reason):
         """Records (or updates) the claim of `key` and applies the process's total; its choice."""
         intra, inter = _config_threads(config)
+        allocator.keep_freed_memory()  # (the same processes: those that run kernels)
         with self._lock:
             old = self._claims.get(key)
             if old is not None and old.explicit:
@@ -346,7 +349,7 @@ def claim_for_server(key, task_device, cluster, config):
     share = max(1, cores // tasks)
     reason = f"{cores} core{'s' * (cores != 1)} / {tasks} task{'s' * (tasks != 1)} on this host"
     choice = _POLICY.claim(key, task_device, config, cores, share, reason)
-    _log.info("Server %s: %s", task_device, choice.describe())
+    _log.info("Server %s: %s; %s", task_device, choice.describe(), allocator.state())
     return choice
 
 

@@ -47,6 +47,7 @@ class Poller:
     def __init__(self, flags):
         self._poll = select.poll()
         self._sockets = {}  # ZMQ_FD -> socket
+        self._plain = {}  # plain descriptor -> events watched
         for sock, events in flags.items():
             if isinstance(sock, zmq.Socket):
                 if events != _ZMQ_POLLIN:
@@ -56,8 +57,25 @@ class Poller:
                 self._poll.register(fd, select.POLLIN)
             else:
                 self._poll.register(sock, _select_events(events))
+                self._plain[sock] = events
         self._to_ask = set(self._sockets.values())  # a new poller knows nothing yet: ask all
         self.asked = 0  # how many times a socket was asked for its state (tests, profiles)
+
+    def set_events(self, fd, events):
+        """Watches plain descriptor `fd` for `events` (ZeroMQ's flags) from now on; 0: not at all.
+        (A serving loop's link that waits for room to write: no new poller, and no socket is
+        asked for its state, as a rebuilt poller would ask them all.)"""
+        if events == self._plain.get(fd, 0):
+            return
+        if not events:
+            del self._plain[fd]
+            self._poll.unregister(fd)
+            return
+        if fd in self._plain:
+            self._poll.modify(fd, _select_events(events))
+        else:
+            self._poll.register(fd, _select_events(events))
+        self._plain[fd] = events
 
     def touched(self, sock):
         """`sock` was sent on (its descriptor's signal may be gone): ask before the next wait."""

@@ -272,7 +272,7 @@ class ServingLoop:
                 drained = True
             if drained:
                 self._backlogged.discard(link)
-                self._watched_changed = True
+                self._link_events_changed(link)
         for fd in [fd for fd in self._links if ready.get(fd, 0) & _POLLIN]:
             self._read_link(fd)
 
@@ -302,7 +302,18 @@ class ServingLoop:
     def _want_write(self, link):
         """`links.set_flusher`: `link` has bytes its socket did not take; send them at POLLOUT."""
         self._backlogged.add(link)
-        self._watched_changed = True
+        self._link_events_changed(link)
+
+    def _link_events_changed(self, link):
+        """`link` began or stopped waiting for room: the poller watches its POLLOUT from now on
+        (in place: a big tensor's write waits for room at every step, and a new poller would ask
+        every ZeroMQ socket for its state); a closed link's descriptor needs a new poller."""
+        if link.closed or self._readiness is None or self._watched_changed:
+            self._watched_changed = True
+            return
+        fd = link.fileno()
+        events = (_POLLIN if fd in self._links else 0) | (_POLLOUT if link in self._backlogged else 0)
+        self._readiness.set_events(fd, events)
 
     def _poll_timeout_ms(self):
         if self._posted:  # posted from this thread (no wake-up was sent): run them at once
