@@ -45,7 +45,9 @@ import weakref
 
 import numpy as np
 
-SHM_MIN_BYTES = 2**18  # smaller tensors ride in the socket frame (measured: docs/benchmarks.md, "A lower bar for shared memory")
+# Smaller tensors ride in the socket frame (measured: docs/benchmarks.md, "A lower bar for
+# shared memory"; at 32 KiB a handle gains nothing, from 64 KiB it does).
+SHM_MIN_BYTES = 2**18
 SHM_DIR = "/dev/shm"  # noqa: S108 - where POSIX shm lives; files are O_EXCL, 0600, owner-checked
 # What one process's pool may hold at most; beyond it (receivers keep many views) tensors
 # travel in the socket. $NBDIST_SHM_POOL_MB.
