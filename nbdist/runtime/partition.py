@@ -27,6 +27,11 @@ from nbdist.ops.deadness import DEADNESS_SOURCES
 from nbdist.ops.while_ops import LOOP_OPS
 
 # _Send / _Recv: the only ops that talk to the rendezvous (ctx.rendezvous).
+# A relay that would leave fewer pairs of tasks to message each other is bypassed up to
+# this many control edges (each a count in the executor; a relay between two groups of
+# thousands of ops stays).
+MAX_BYPASS_EDGES = 4096
+
 registry.declare("_Send", stateful=True, takes_dead=True)  # a dead tensor is sent as dead
 registry.shape("_Send")(lambda inputs, attrs: [])
 registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node, value))
@@ -162,8 +167,15 @@ def bypass_relays(nodes, placement, kept):
     A NoOp (not in `kept`: fetched or a target) with control inputs only, some of whose
     edges cross tasks, is bypassed when that makes no more control edges cross tasks and
     no more edges in all (``inputs x consumers <= inputs + consumers``, as TF's dependency
-    optimizer): each consumer then waits for the NoOp's control inputs itself (a chain of
-    relays goes whole, one link at a time). Consumers are copied, never changed.
+    optimizer), or when it leaves fewer pairs of tasks to send a control message between
+    (edges from one task to another travel in one message) with at most
+    `MAX_BYPASS_EDGES` edges: each consumer then waits for the NoOp's control inputs itself
+    (a chain of relays goes whole, one link at a time). Consumers are copied, never changed.
+
+    The second rule is the optimizer's: its ``update`` group on the worker orders the ps's
+    N updates before the ps's increment *and* its constant (created under the same control
+    dependencies), N x 2 edges against N + 2, so TF's rule keeps it from 3 variables on:
+    every step of an MNIST MLP (4 variables) paid a round trip ps -> worker -> ps.
     """
     consumers = {}
     for node in nodes:
@@ -183,7 +195,13 @@ def bypass_relays(nodes, placement, kept):
             task_prefix(placement[o.name]) != task for o in outs
         )
         after = sum(task_prefix(placement[i]) != task_prefix(placement[o.name]) for i in ins for o in outs)
-        if before > 0 and after <= before and len(ins) * len(outs) <= len(ins) + len(outs):
+        if before == 0:
+            continue
+        edges = len(ins) * len(outs)
+        if (after <= before and edges <= len(ins) + len(outs)) or (
+            edges <= MAX_BYPASS_EDGES
+            and _task_pairs_after(ins, outs, placement) < _task_pairs_before(task, ins, outs, placement)
+        ):
             relayed[node.name] = ins
     if not relayed:
         return nodes
@@ -198,6 +216,19 @@ def bypass_relays(nodes, placement, kept):
             node.input = data + [f"^{c}" for c in dict.fromkeys(_expanded(controls, relayed))]
         out.append(node)
     return out
+
+
+def _task_pairs_before(task, ins, outs, placement):
+    """Pairs of tasks a relay on `task` exchanges control messages with: in, then out."""
+    return len({task_prefix(placement[i]) for i in ins} - {task}) + len(
+        {task_prefix(placement[o.name]) for o in outs} - {task}
+    )
+
+
+def _task_pairs_after(ins, outs, placement):
+    """Pairs of tasks that exchange control messages once the relay is bypassed."""
+    sources = {task_prefix(placement[i]) for i in ins}
+    return sum(a != b for a in sources for b in {task_prefix(placement[o.name]) for o in outs})
 
 
 def _expanded(controls, relayed):
