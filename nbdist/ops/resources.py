@@ -137,6 +137,9 @@ class ResourceKind:
 VARIABLE = ResourceKind("variable", lambda name, device, attrs: VariableResource(name, device))
 
 
+_MAX_RESOLVED = 10_000  # creator lookups kept by a ResourceManager (then they start over)
+
+
 class ResourceManager:
     """Thread-safe map ``(container, name) -> resource`` that outlives steps.
 
@@ -149,6 +152,11 @@ class ResourceManager:
         self.device = device
         self._lock = threading.Lock()
         self._resources = {}
+        # (creator node, kind, container, session) -> its resource, as `resource` found it: a
+        # training step looks up ~20 (each variable read and update), and the key's strings cost
+        # more than the op. Emptied whenever a resource is dropped (`_forget`).
+        self._resolved = {}
+        self._generation = 0  # dropped resources so far (a lookup that raced with one is not kept)
         # Notified whenever something a waiting step may wait for changed: a tensor arrived
         # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
         self.changed = threading.Condition()
@@ -249,6 +257,20 @@ class ResourceManager:
         Raises:
             InvalidArgumentError: the creator lacks an attr the kind needs (naming both).
         """
+        memo_key = (id(node), id(kind), container, session if kind.per_session else "")
+        hit = self._resolved.get(memo_key)
+        if hit is not None and hit[0] is node and hit[1] is kind:
+            return hit[2]
+        generation = self._generation
+        res = self._resolve(kind, node, container, session)
+        with self._lock:
+            if generation == self._generation:
+                if len(self._resolved) >= _MAX_RESOLVED:
+                    self._resolved.clear()
+                self._resolved[memo_key] = (node, kind, res)  # (the node kept: its id stays its own)
+        return res
+
+    def _resolve(self, kind, node, container, session):
         name = node.attr.get("shared_name") or node.name
         key_name = name
         if kind.per_session and not node.attr.get("shared_name"):
@@ -293,6 +315,7 @@ class ResourceManager:
         with self._lock:
             for k in [k for k in self._resources if k[2].endswith(suffix)]:
                 del self._resources[k]
+            self._forget()
 
     def clear(self, container=None):
         """Drops every resource (of one container when given), as `Session.reset` does."""
@@ -302,3 +325,9 @@ class ResourceManager:
             else:
                 for k in [k for k in self._resources if k[0] == container]:
                     del self._resources[k]
+            self._forget()
+
+    def _forget(self):
+        """(Under the lock.) Resources were dropped: what `resource` found is found again."""
+        self._resolved.clear()
+        self._generation += 1
