@@ -530,8 +530,12 @@ def evict_gone(cache, keep=()):
     """Drops from `cache` (key -> Channel) the channels whose peers are gone (see `GONE_S`),
     except those under the keys in `keep`, and unmaps those peers' shared memory."""
     now = time.monotonic()
-    for k in [k for k, ch in cache.items() if k not in keep and ch.gone(now)]:
-        shm.forget_peer(links.peer_pid(cache.pop(k).link))
+    # (A snapshot: asking a channel runs Python that may collect garbage, and a collected
+    # Session's close drops its channel from this same cache.)
+    for k in [k for k, ch in list(cache.items()) if k not in keep and ch.gone(now)]:
+        ch = cache.pop(k, None)
+        if ch is not None:
+            shm.forget_peer(links.peer_pid(ch.link))
 
 
 def channel_to(address, name="", key=None):
