@@ -144,6 +144,11 @@ class ServingLoop:
         self._outbox_sockets = []
         self._outbox_lock = threading.Lock()
         self._posted = collections.deque()
+        # Other threads wake the loop for what they post through a descriptor it polls (an
+        # eventfd): one system call at each end, where a ZeroMQ message to the inbox cost the
+        # loop three questions to ZeroMQ (a poll() and a getpid() each) at every in-process step.
+        self._wake_r, self._wake_w = _wake_descriptors()
+        self._wake_lock = threading.Lock()  # (closed under it: a late post never writes elsewhere)
         self._watched = {}  # socket -> callback (I/O thread only)
         self._watched_changed = False
         self._readiness = None  # the I/O thread's `readiness.Poller` of what it watches
@@ -212,6 +217,8 @@ class ServingLoop:
                 ready = self._readiness.poll(self._poll_timeout_ms())
             except zmq.ZMQError:
                 break
+            if self._wake_r in ready:
+                _drain_wake(self._wake_r)
             if self._inbox in ready:
                 self._drain_inbox()
             while self._posted:
@@ -231,6 +238,10 @@ class ServingLoop:
             self._cap.close()
         self._router.close(linger=0)
         self._inbox.close(linger=0)
+        with self._wake_lock:
+            for fd in {self._wake_r, self._wake_w}:
+                os.close(fd)
+            self._wake_r = self._wake_w = None
         for fd in list(self._links):
             self._drop_link(fd)
         if self._link_listener is not None:
@@ -240,7 +251,7 @@ class ServingLoop:
 
     def _poller(self):
         """A poller of every socket the loop reads, and of the links it has bytes to write to."""
-        flags = dict.fromkeys((self._router, self._inbox, *self._watched, *self._links), _POLLIN)
+        flags = dict.fromkeys((self._router, self._inbox, self._wake_r, *self._watched, *self._links), _POLLIN)
         if self._link_listener is not None:
             flags[self._link_listener.fileno()] = _POLLIN
         self._backlogged = {link for link in self._backlogged if not link.closed}  # (closed by their owner)
@@ -398,10 +409,10 @@ class ServingLoop:
         """Runs `fn` on the I/O thread soon (callable from any thread)."""
         self._posted.append(fn)
         if threading.get_ident() != self._io_ident:
-            # Never block: if the wake-up cannot be queued, the loop still runs posted
-            # callbacks at its next turn (at most one poll timeout later).
-            with contextlib.suppress(zmq.Again, zmq.ZMQError):
-                self._outbox().send(_WAKE, zmq.DONTWAIT)
+            # Never block: if the wake-up cannot be written (a full pipe), the loop is awake
+            # already, or runs posted callbacks at its next turn (one poll timeout later).
+            with self._wake_lock, contextlib.suppress(BlockingIOError, TypeError):
+                os.write(self._wake_w, _WAKE_BYTES)  # (TypeError: the loop has ended)
 
     def submit(self, fn, *args):
         """Runs `fn(*args)` on the handler pool."""
@@ -537,6 +548,27 @@ class ServingLoop:
             self._outbox_sockets.clear()
         if self._local and shm.enabled():
             shm.sweep_leftovers()
+
+
+_WAKE_BYTES = (1).to_bytes(8, "little")  # what an eventfd adds (a pipe takes any bytes)
+
+
+def _wake_descriptors():
+    """(read end, write end) of the loop's wake-up: one non-blocking eventfd, or a pipe."""
+    if hasattr(os, "eventfd"):
+        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        return fd, fd
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
+
+
+def _drain_wake(fd):
+    """Resets the wake-up (before the loop runs what was posted: a later post wakes it again)."""
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 4096):
+            pass
 
 
 def serving_loop_at(address):
