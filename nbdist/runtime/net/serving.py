@@ -144,11 +144,7 @@ class ServingLoop:
         self._outbox_sockets = []
         self._outbox_lock = threading.Lock()
         self._posted = collections.deque()
-        # Other threads wake the loop for what they post through a descriptor it polls (an
-        # eventfd): one system call at each end, where a ZeroMQ message to the inbox cost the
-        # loop three questions to ZeroMQ (a poll() and a getpid() each) at every in-process step.
-        self._wake_r, self._wake_w = _wake_descriptors()
-        self._wake_lock = threading.Lock()  # (closed under it: a late post never writes elsewhere)
+        self._waker = _Waker()  # other threads wake the loop for what they post
         self._watched = {}  # socket -> callback (I/O thread only)
         self._watched_changed = False
         self._readiness = None  # the I/O thread's `readiness.Poller` of what it watches
@@ -217,8 +213,8 @@ class ServingLoop:
                 ready = self._readiness.poll(self._poll_timeout_ms())
             except zmq.ZMQError:
                 break
-            if self._wake_r in ready:
-                _drain_wake(self._wake_r)
+            if self._waker.fd in ready:
+                self._waker.drain()
             if self._inbox in ready:
                 self._drain_inbox()
             while self._posted:
@@ -238,10 +234,7 @@ class ServingLoop:
             self._cap.close()
         self._router.close(linger=0)
         self._inbox.close(linger=0)
-        with self._wake_lock:
-            for fd in {self._wake_r, self._wake_w}:
-                os.close(fd)
-            self._wake_r = self._wake_w = None
+        self._waker.close()
         for fd in list(self._links):
             self._drop_link(fd)
         if self._link_listener is not None:
@@ -251,7 +244,8 @@ class ServingLoop:
 
     def _poller(self):
         """A poller of every socket the loop reads, and of the links it has bytes to write to."""
-        flags = dict.fromkeys((self._router, self._inbox, self._wake_r, *self._watched, *self._links), _POLLIN)
+        watched = (self._router, self._inbox, self._waker.fd, *self._watched, *self._links)
+        flags = dict.fromkeys(watched, _POLLIN)
         if self._link_listener is not None:
             flags[self._link_listener.fileno()] = _POLLIN
         self._backlogged = {link for link in self._backlogged if not link.closed}  # (closed by their owner)
@@ -409,10 +403,7 @@ class ServingLoop:
         """Runs `fn` on the I/O thread soon (callable from any thread)."""
         self._posted.append(fn)
         if threading.get_ident() != self._io_ident:
-            # Never block: if the wake-up cannot be written (a full pipe), the loop is awake
-            # already, or runs posted callbacks at its next turn (one poll timeout later).
-            with self._wake_lock, contextlib.suppress(BlockingIOError, TypeError):
-                os.write(self._wake_w, _WAKE_BYTES)  # (TypeError: the loop has ended)
+            self._waker.wake()
 
     def submit(self, fn, *args):
         """Runs `fn(*args)` on the handler pool."""
@@ -550,25 +541,39 @@ class ServingLoop:
             shm.sweep_leftovers()
 
 
-_WAKE_BYTES = (1).to_bytes(8, "little")  # what an eventfd adds (a pipe takes any bytes)
+class _Waker:
+    """How other threads wake a serving loop: a descriptor it polls (an eventfd; a pipe where
+    there is none). One system call at each end, where a ZeroMQ message to the loop's inbox
+    cost the loop three questions to ZeroMQ (a ``poll()`` and a ``getpid()`` each) at every
+    in-process step."""
 
+    _ONE = (1).to_bytes(8, "little")  # what an eventfd adds (a pipe takes any bytes)
 
-def _wake_descriptors():
-    """(read end, write end) of the loop's wake-up: one non-blocking eventfd, or a pipe."""
-    if hasattr(os, "eventfd"):
-        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        return fd, fd
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    os.set_blocking(w, False)
-    return r, w
+    def __init__(self):
+        if hasattr(os, "eventfd"):
+            self.fd = self._write_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:
+            self.fd, self._write_fd = os.pipe()
+            os.set_blocking(self.fd, False)
+            os.set_blocking(self._write_fd, False)
+        self._lock = threading.Lock()  # (closed under it: a late wake never writes elsewhere)
 
+    def wake(self):
+        """(Any thread.) Never blocks: a full pipe means the loop is awake already."""
+        with self._lock, contextlib.suppress(BlockingIOError, TypeError):  # (TypeError: closed)
+            os.write(self._write_fd, self._ONE)
 
-def _drain_wake(fd):
-    """Resets the wake-up (before the loop runs what was posted: a later post wakes it again)."""
-    with contextlib.suppress(BlockingIOError):
-        while os.read(fd, 4096):
-            pass
+    def drain(self):
+        """(The loop, before it runs what was posted: a later post wakes it again.)"""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.fd, 4096):
+                pass
+
+    def close(self):
+        with self._lock:
+            for fd in {self.fd, self._write_fd}:
+                os.close(fd)
+            self._write_fd = None
 
 
 def serving_loop_at(address):
