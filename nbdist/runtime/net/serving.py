@@ -35,7 +35,6 @@ from nbdist.runtime.net import binding, links, peers, readiness, samehost, secur
 from nbdist.runtime.net.transport import context
 
 DEFERRED = ("deferred", None)  # a handler's answer when it will reply later via its Responder
-_WAKE = b""
 # Poll flags as plain ints: `&` on pyzmq's enum costs microseconds, on every turn of the loop.
 _POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 # A link client's identity: this and a counter (never a ZeroMQ one: 5 bytes, or not starting with 0).
@@ -331,10 +330,7 @@ class ServingLoop:
         while self._inbox.poll(0):
             frames = self._inbox.recv_multipart(copy=False)
             identity = frames[0].bytes
-            if len(frames) == 1 and identity == _WAKE:
-                while self._posted:
-                    self.guard(self._posted.popleft())
-            elif identity.startswith(_LINK_IDENTITY):  # a reply from the pool to a link's client
+            if identity.startswith(_LINK_IDENTITY):  # a reply from the pool to a link's client
                 self.send_to(identity, frames[1:])
             else:
                 self.touched(self._router)
