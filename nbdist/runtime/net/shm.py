@@ -25,7 +25,8 @@ mapping holds the segment's pages (and a file descriptor) even once it is unlink
 receiver unmaps a peer's segments when its channel to that peer is dropped (`forget_peer`)
 and those whose sender is gone or has unlinked them (`tidy`: when a channel is dropped,
 before mapping another segment, and every `TIDY_EVERY_S` on a serving loop).
-Set ``$NBDIST_SHM=0`` to send every tensor in the socket instead.
+Set ``$NBDIST_SHM=0`` to send every tensor in the socket instead, ``$NBDIST_SHM_MIN_BYTES`` to
+move the bar.
 """
 
 import atexit
@@ -45,9 +46,10 @@ import weakref
 
 import numpy as np
 
-# Smaller tensors ride in the socket frame (measured: docs/benchmarks.md, "A lower bar for
-# shared memory"; at 32 KiB a handle gains nothing, from 64 KiB it does).
-SHM_MIN_BYTES = 2**18
+# Smaller tensors ride in the socket frame (measured: docs/benchmarks.md, "Again, after five
+# runtime changes": at 32 KiB a handle gains nothing, from 64 KiB it does; 256 KiB keeps the
+# segments few). `$NBDIST_SHM_MIN_BYTES` sets another bar (how that was measured).
+SHM_MIN_BYTES = int(os.environ.get("NBDIST_SHM_MIN_BYTES", 2**18))
 SHM_DIR = "/dev/shm"  # noqa: S108 - where POSIX shm lives; files are O_EXCL, 0600, owner-checked
 # What one process's pool may hold at most; beyond it (receivers keep many views) tensors
 # travel in the socket. $NBDIST_SHM_POOL_MB.
