@@ -49,7 +49,7 @@ import numpy as np
 # Smaller tensors ride in the socket frame (measured: docs/benchmarks.md, "Again, after five
 # runtime changes": at 32 KiB a handle gains nothing, from 64 KiB it does; 256 KiB keeps the
 # segments few). `$NBDIST_SHM_MIN_BYTES` sets another bar (how that was measured).
-SHM_MIN_BYTES = int(os.environ.get("NBDIST_SHM_MIN_BYTES", 2**18))
+SHM_MIN_BYTES = int(os.environ.get("NBDIST_SHM_MIN_BYTES") or 2**18)
 SHM_DIR = "/dev/shm"  # noqa: S108 - where POSIX shm lives; files are O_EXCL, 0600, owner-checked
 # What one process's pool may hold at most; beyond it (receivers keep many views) tensors
 # travel in the socket. $NBDIST_SHM_POOL_MB.
