@@ -6,8 +6,9 @@ layer frees and allocates four 3 MB arrays per update. glibc's malloc returns fr
 the top of a heap to the kernel once more than its trim threshold is free there (by default
 twice the largest array freed so far), so the next update's arrays come back as fresh pages:
 a page fault and a page zeroed per 4 KiB, ~1,300 faults per update. Measured on that ps
-(docs/benchmarks.md, "Freed memory kept"): 85,000 page faults per second, 38% of its CPU in
-the kernel; with the policy none, and the job's global steps/s rose from 67-74 to 86-87.
+(docs/benchmarks.md, "Again, after five runtime changes"): 85,000 page faults per second, 38%
+of its CPU in the kernel; with the policy ~500, and the job's global steps/s rose from 67-74
+to 85-91 (sync: 27 to 50).
 
 So every process that claims a share of the cores (`runtime.threads`: a `tf.train.Server`, a
 local `tf.Session`, ...) keeps up to `TRIM_THRESHOLD` of freed memory per heap for reuse, as

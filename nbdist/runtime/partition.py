@@ -26,12 +26,12 @@ from nbdist.ops import registry
 from nbdist.ops.deadness import DEADNESS_SOURCES
 from nbdist.ops.while_ops import LOOP_OPS
 
-# _Send / _Recv: the only ops that talk to the rendezvous (ctx.rendezvous).
 # A relay that would leave fewer pairs of tasks to message each other is bypassed up to
 # this many control edges (each a count in the executor; a relay between two groups of
 # thousands of ops stays).
 MAX_BYPASS_EDGES = 4096
 
+# _Send / _Recv: the only ops that talk to the rendezvous (ctx.rendezvous).
 registry.declare("_Send", stateful=True, takes_dead=True)  # a dead tensor is sent as dead
 registry.shape("_Send")(lambda inputs, attrs: [])
 registry.kernel("_Send")(lambda ctx, node, value: ctx.rendezvous.send(ctx, node, value))
