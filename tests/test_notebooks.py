@@ -115,7 +115,7 @@ SHOWN = {
         "RunGraph on /job:ps/replica:0/task:0, /job:worker/replica:0/task:0",
         "client /job:worker/task:1: RunStep at the master of /job:worker/replica:0/task:1; "
         "RunGraph on /job:ps/replica:0/task:0, /job:worker/replica:0/task:1",
-        "<nbdist GraphView: placed, 77 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
+        "<nbdist GraphView: placed, 70 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",  # (no update relay: partition.bypass_relays)
         "the last update's number: 404 = 4 earlier steps (above) + 200 + 200",
     ],
     "07_timeline_and_performance.ipynb": [
@@ -148,7 +148,7 @@ SHOWN = {
         "/job:worker/task:1 -> /job:ps/task:0: gradients/conv2/Conv2D_grad/Conv2DBackpropFilter:0 ",  # ...grads back
         "[worker:1] 90,192 bytes on the wire in this step",  # the parameters twice; no activation
         "<nbdist PlacementView (placed): /job:ps/task:0: 7 variables, /job:worker/task:1: 0 variables>",
-        "<nbdist GraphView: placed, 125 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",
+        "<nbdist GraphView: placed, 118 nodes, tasks ['/job:ps/task:0', '/job:worker/task:1']>",  # (no update relay)
         "<nbdist TimelineView: 2 tasks",
         "went down: True",
         # is_training (tf.cond): per traced step, dropout ops on worker 0, Switch and AssignSub on the ps

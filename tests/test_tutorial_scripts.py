@@ -204,6 +204,7 @@ def test_tutorial_script_trains_under_nbdist_and_tensorflow(case, tf_clusters, t
         pytest.skip("tensorflow is not installed: nbdist's half ran, the real-TF comparison did not")
     theirs = _check(tf_clusters[case].result(), "tf", sync)
     print(f"{case}: nbdist {ours}\n{case}: tf {theirs}")  # shown with pytest -s
-    # The same kind of result: both reach the target step and the chief's loss falls as much.
-    for reports in (ours, theirs):
-        assert reports[0]["last_loss"] < 0.5 * reports[0]["first_loss"]
+    # The same kind of result: `_check` asked both for the target step and the chief's loss
+    # below half the untrained model's (the first loss of whichever worker stepped first: the
+    # chief's own first loss is no reference, as TF's async chief may step after the other
+    # worker trained a while - seen in CI, first loss 0.0996 against 1.187).
