@@ -167,7 +167,10 @@ def _integer_division(numpy_fn):
 
     def kernel(ctx, node, x, y):
         y = np.asarray(y)
-        if np.issubdtype(y.dtype, np.integer) and np.any((y == 0) & np.ones(np.shape(x), bool)):
+        # A zero divisor that meets an element of x (none does when x is empty; otherwise the
+        # broadcast uses every divisor). dtype.kind and all(), not issubdtype and a broadcast
+        # mask: a mean's gradient floor-divides two scalars at every training step.
+        if y.dtype.kind in "iu" and np.size(x) and not y.all():
             raise errors.InvalidArgumentError(node.name, None, "Integer division by zero")  # (of an element)
         return numpy_fn(x, y)
 
