@@ -73,6 +73,11 @@ def normalize_axis(axis, ndims, what):
     return axis % ndims
 
 
+def tf_dims(shape):
+    """A shape as TF's kernels spell it in their errors: ``[2,3]``."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
 def invalid_argument(node, message):
     """The `InvalidArgumentError` a kernel raises for bad input values of `node`."""
     return errors.InvalidArgumentError(node.name, None, message)

@@ -13,7 +13,7 @@ from nbdist.graph.dimension import Dimension, dimension_at_index, dimension_valu
 from nbdist.graph.graph import get_default_graph
 from nbdist.graph.tensor_shape import TensorShape, as_shape
 from nbdist.ops import registry
-from nbdist.ops._shapes import int_tensor, invalid_argument, same_as_input
+from nbdist.ops._shapes import int_tensor, invalid_argument, same_as_input, tf_dims
 from nbdist.ops.cast_select_ops import cast
 from nbdist.ops.clip_ops import clip_by_value
 from nbdist.ops.complex_ops import complex, imag, real  # noqa: A004 - TF's tf.complex
@@ -232,7 +232,7 @@ def _ensure_shape_shape(inputs, attrs):
 def _ensure_shape_kernel(ctx, node, x):
     expected = node.attr["shape"]
     if not expected.is_compatible_with(np.shape(x)):
-        dims = "[" + ",".join(map(str, np.shape(x))) + "]"
+        dims = tf_dims(np.shape(x))
         raise invalid_argument(
             node, f"Shape of tensor {node.name} {dims} is not compatible with expected shape {expected}."
         )

@@ -4,10 +4,9 @@ dimensions broadcast as numpy's ``@``), as TF 1.x's `tf.matmul` chooses."""
 
 import numpy as np
 
-from nbdist import errors
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
-from nbdist.ops._shapes import broadcast_shape
+from nbdist.ops._shapes import broadcast_shape, invalid_argument, tf_dims
 from nbdist.ops.broadcast_ops import sum_to_shape
 from nbdist.ops.constant_op import convert_n
 
@@ -86,30 +85,26 @@ def _adjoint(m, flag):
     return np.conj(np.swapaxes(m, -1, -2)) if flag else m
 
 
-def _dims(a):
-    return "[" + ",".join(str(d) for d in np.shape(a)) + "]"
-
-
 @registry.kernel("BatchMatMulV2")
 def _batch_matmul_kernel(ctx, node, x, y):
     for i, t in enumerate((x, y)):
         if np.ndim(t) < 2:
-            raise errors.InvalidArgumentError(node.name, None, f"In[{i}] ndims must be >= 2: {np.ndim(t)}")
+            raise invalid_argument(node, f"In[{i}] ndims must be >= 2: {np.ndim(t)}")
     adj_x, adj_y = bool(node.attr.get("adj_x")), bool(node.attr.get("adj_y"))
     x, y = _adjoint(x, adj_x), _adjoint(y, adj_y)
     try:
         np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     except ValueError:
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"In[0] and In[1] must have compatible batch dimensions: {_dims(x)} vs. {_dims(y)}",
+        raise invalid_argument(
+            node,
+            f"In[0] and In[1] must have compatible batch dimensions: {tf_dims(x.shape)} vs. "
+            f"{tf_dims(y.shape)}",
         ) from None
     if x.shape[-1] != y.shape[-2]:
-        raise errors.InvalidArgumentError(
-            node.name,
-            None,
-            f"Matrix size-incompatible: In[0]: {_dims(x)}, In[1]: {_dims(y)} {int(adj_x)} {int(adj_y)}",
+        raise invalid_argument(
+            node,
+            f"Matrix size-incompatible: In[0]: {tf_dims(x.shape)}, In[1]: {tf_dims(y.shape)} "
+            f"{int(adj_x)} {int(adj_y)}",
         )
     return np.matmul(x, y)
 

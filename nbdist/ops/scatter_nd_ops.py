@@ -13,7 +13,7 @@ import numpy as np
 from nbdist.graph.graph import name_scope
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import math_ops, registry
-from nbdist.ops._shapes import int_tensor, invalid_argument
+from nbdist.ops._shapes import int_tensor, invalid_argument, tf_dims
 from nbdist.ops.concat_slice_ops import concat, stack
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.reduction_ops import gather, reduce_prod
@@ -51,8 +51,9 @@ def _rows(node, indices, shape_, what):
             what == "param shape" and indices.ndim > 1
         ):  # (GatherNd names the index's position, ScatterNd its number)
             i = ",".join(str(int(w)) for w in np.unravel_index(i, indices.shape[:-1]))
-        dims = ",".join(str(d) for d in shape_)
-        raise invalid_argument(node, f"indices[{i}] = [{coords}] does not index into {what} [{dims}]")
+        raise invalid_argument(
+            node, f"indices[{i}] = [{coords}] does not index into {what} {tf_dims(shape_)}"
+        )
     valid = ~invalid
     if k == 0:
         return np.zeros(len(flat), dtype=np.int64), 1, valid

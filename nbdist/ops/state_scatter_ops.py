@@ -12,6 +12,7 @@ from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.graph import name_scope
 from nbdist.ops import math_ops, registry
+from nbdist.ops._shapes import tf_dims
 from nbdist.ops.concat_slice_ops import stack
 from nbdist.ops.constant_op import convert_to_tensor
 from nbdist.ops.indexed_slices import IndexedSlices
@@ -119,9 +120,10 @@ def _nd_kernel(update):
             bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(current.shape[:k])), axis=1))
             if bad.size:
                 coords = ", ".join(str(int(c)) for c in flat[bad[0]])
-                shape_ = ",".join(str(d) for d in current.shape)
                 raise _bad_index(
-                    node, ref, f"indices[{int(bad[0])}] = [{coords}] does not index into shape [{shape_}]"
+                    node,
+                    ref,
+                    f"indices[{int(bad[0])}] = [{coords}] does not index into shape {tf_dims(current.shape)}",
                 )
             inner = current.shape[k:]
             updates = np.asarray(updates, dtype=current.dtype)

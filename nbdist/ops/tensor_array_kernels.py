@@ -19,6 +19,7 @@ from nbdist import errors
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
+from nbdist.ops._shapes import tf_dims
 
 _NOT_DEFINED = (
     "TensorArray {name}: Could not read from TensorArray index {index}.  Furthermore, the element "
@@ -27,10 +28,6 @@ _NOT_DEFINED = (
     "full element_shape property on the forward TensorArray, the proper all-zeros tensor will be "
     "returned instead of incurring this error."
 )
-
-
-def _dims(shape):
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _error(node, message, cls=errors.InvalidArgumentError):
@@ -107,8 +104,8 @@ def _write_rows(node, flow, indices, rows, size, what):
         raise _error(
             node,
             f"TensorArray {name}: Could not write to TensorArray index {int(indices[0])} because the value "
-            f"shape is {_dims(element)} which is incompatible with the TensorArray's inferred element "
-            f"shape: {_dims(flow.shape[1:])} (consider setting infer_shape=False).",
+            f"shape is {tf_dims(element)} which is incompatible with the TensorArray's inferred element "
+            f"shape: {tf_dims(flow.shape[1:])} (consider setting infer_shape=False).",
             errors.InvalidArgumentError if attrs["infer_shape"] else errors.UnimplementedError,
         )
     grown = max(n, int(indices.max()) + 1) if indices.size else n
@@ -190,7 +187,7 @@ def _split_kernel(ctx, node, flow, value, lengths, size):
         raise _error(
             node,
             f"Expected sum of lengths to be equal to values.shape[0], but sum of lengths is "
-            f"{int(lengths.sum())} and value's shape is: {_dims(value.shape)}",
+            f"{int(lengths.sum())} and value's shape is: {tf_dims(value.shape)}",
         )
     n = flow.shape[0] if flow.ndim else int(size)
     if not node.attr["dynamic_size"] and len(lengths) != n:
@@ -204,8 +201,8 @@ def _split_kernel(ctx, node, flow, value, lengths, size):
         raise _error(
             node,
             f"TensorArray {name}: Could not write to TensorArray index {k} because the value shape is "
-            f"{_dims((int(lengths[k]), *value.shape[1:]))} which is incompatible with the TensorArray's "
-            f"inferred element shape: {_dims((int(lengths[0]), *value.shape[1:]))} (nbdist's TensorArray "
+            f"{tf_dims((int(lengths[k]), *value.shape[1:]))} which is incompatible with the TensorArray's "
+            f"inferred element shape: {tf_dims((int(lengths[0]), *value.shape[1:]))} (nbdist's TensorArray "
             "holds elements of one shape: split into equal lengths).",
         )
     m = int(lengths[0]) if len(lengths) else 0
