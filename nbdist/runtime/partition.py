@@ -191,17 +191,19 @@ def bypass_relays(nodes, placement, kept):
         if not outs or any(i not in placement for i in ins):
             continue
         task = task_prefix(placement[node.name])
-        before = sum(task_prefix(placement[i]) != task for i in ins) + sum(
-            task_prefix(placement[o.name]) != task for o in outs
-        )
-        after = sum(task_prefix(placement[i]) != task_prefix(placement[o.name]) for i in ins for o in outs)
+        in_tasks = [task_prefix(placement[i]) for i in ins]
+        out_tasks = [task_prefix(placement[o.name]) for o in outs]
+        before = sum(t != task for t in in_tasks) + sum(t != task for t in out_tasks)
         if before == 0:
             continue
         edges = len(ins) * len(outs)
-        if (after <= before and edges <= len(ins) + len(outs)) or (
-            edges <= MAX_BYPASS_EDGES
-            and _task_pairs_after(ins, outs, placement) < _task_pairs_before(task, ins, outs, placement)
-        ):
+        # TF's rule: no more edges in all, and no more of them crossing tasks.
+        bypass = edges <= len(ins) + len(outs) and sum(a != b for a in in_tasks for b in out_tasks) <= before
+        if not bypass and edges <= MAX_BYPASS_EDGES:  # fewer pairs of tasks to message each other
+            sources, sinks = set(in_tasks), set(out_tasks)
+            pairs_before = len(sources - {task}) + len(sinks - {task})
+            bypass = sum(a != b for a in sources for b in sinks) < pairs_before
+        if bypass:
             relayed[node.name] = ins
     if not relayed:
         return nodes
@@ -216,19 +218,6 @@ def bypass_relays(nodes, placement, kept):
             node.input = data + [f"^{c}" for c in dict.fromkeys(_expanded(controls, relayed))]
         out.append(node)
     return out
-
-
-def _task_pairs_before(task, ins, outs, placement):
-    """Pairs of tasks a relay on `task` exchanges control messages with: in, then out."""
-    return len({task_prefix(placement[i]) for i in ins} - {task}) + len(
-        {task_prefix(placement[o.name]) for o in outs} - {task}
-    )
-
-
-def _task_pairs_after(ins, outs, placement):
-    """Pairs of tasks that exchange control messages once the relay is bypassed."""
-    sources = {task_prefix(placement[i]) for i in ins}
-    return sum(a != b for a in sources for b in {task_prefix(placement[o.name]) for o in outs})
 
 
 def _expanded(controls, relayed):
