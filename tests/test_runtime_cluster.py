@@ -336,30 +336,46 @@ def test_in_process_hello_server():
         server.stop()
 
 
+def _requests_served(servers):
+    return [
+        transport.channel_to(servers.address("local", i)).call("Status", {})["requests_served"]
+        for i in (0, 1)
+    ]
+
+
+def _served_per_step(servers, sess, fetch, steps=10):
+    """Requests each task served per step of `fetch` (the Status call itself left out)."""
+    sess.run(fetch)  # registers the partitions
+    before = _requests_served(servers)
+    for _ in range(steps):
+        sess.run(fetch)
+    after = _requests_served(servers)
+    return [(a - b - 1) / steps for a, b in zip(after, before, strict=True)]
+
+
 def test_a_steady_state_step_costs_one_run_graph_per_task_and_one_message_per_tensor(servers):
-    from nbdist.runtime.net import transport
-
     with tf.device("/job:local/task:1"):
-        a = tf.constant(np.ones(3), name="a") * 2.0  # crosses to task 0 once
+        a = tf.constant(np.ones(3), name="a") * 2.0  # crosses to task 0 once, at task 1's end
     b = (a + 1.0) * a  # on the master's task 0, two consumers of the one received tensor
-
-    def served():
-        return [
-            transport.channel_to(servers.address("local", i)).call("Status", {})["requests_served"]
-            for i in (0, 1)
-        ]
-
     with tf.Session(servers.target("local", 0)) as sess:
-        sess.run(b)  # registers the partitions
-        before = served()
-        for _ in range(10):
-            sess.run(b)
-        after = served()
-    # Each Status call itself counts once on its task.
-    task0 = after[0] - before[0] - 1
-    task1 = after[1] - before[1] - 1
-    assert task0 == 10 * 2, "per step: RunStep + one SendTensor pushed by task 1"
-    assert task1 == 10 * 1, "per step: one RunGraph"
+        task0, task1 = _served_per_step(servers, sess, b)
+        np.testing.assert_array_equal(sess.run(b), np.full(3, 6.0))
+    assert task0 == 1, "per step: RunStep (task 1's tensor rides on its RunGraph reply)"
+    assert task1 == 1, "per step: one RunGraph"
+
+
+def test_a_tensor_sent_before_its_run_waits_goes_at_once_as_send_tensor(servers):
+    with tf.device("/job:local/task:1"):
+        a = tf.constant(np.ones(3), name="a") * 2.0  # sent while task 1 still waits for `c`
+    with tf.device("/job:local/task:0"):
+        c = a * 5.0
+    with tf.device("/job:local/task:1"):
+        d = c + 1.0
+    with tf.Session(servers.target("local", 0)) as sess:
+        task0, task1 = _served_per_step(servers, sess, d)
+        np.testing.assert_array_equal(sess.run(d), np.full(3, 11.0))
+    assert task0 == 2, "per step: RunStep + task 1's SendTensor of `a`"
+    assert task1 == 2, "per step: RunGraph + task 0's SendTensor of `c`"
 
 
 def test_closing_a_session_deregisters_its_partitions_on_every_worker(servers):
@@ -470,6 +486,34 @@ def test_a_step_run_by_one_other_task_alone_is_answered_by_that_task(servers):
         completed = _steps_completed(servers, "local", 1) - before
     # 5 rounds of 4 signatures: the first step of each signature plans it, through the master
     assert 4 * 4 <= completed <= 4 * 5 + 2, completed
+
+
+def test_a_step_whose_other_partitions_only_feed_one_task_is_answered_by_that_task(servers):
+    """In-graph training's shape: the master's task computes a gradient from the ps's `w` and
+    sends it there; the ps's run ends the step, so it answers the client (one message less).
+    A step that also fetches from the master's task is answered by the master."""
+    with tf.device("/job:local/task:1"):
+        w = tf.Variable([1.0, 2.0], name="w")
+    with tf.device("/job:local/task:0"):
+        loss = tf.reduce_sum(w * w)
+        (grad,) = tf.gradients(loss, [w])
+    with tf.device("/job:local/task:1"):
+        train = w.assign_sub(0.25 * grad)
+    with tf.Session(servers.target("local", 0)) as sess:
+        sess.run(w.initializer)
+        sess.run(train)  # plans the signature
+        before = _steps_completed(servers, "local", 1)
+        for _ in range(4):
+            sess.run(train.op)
+        values = sess.run(train)  # (another signature: planned through the master)
+        for _ in range(4):
+            values = sess.run(train)
+        completed = _steps_completed(servers, "local", 1) - before
+        np.testing.assert_allclose(values, np.array([1.0, 2.0]) * 0.5**10)
+        for _ in range(3):
+            sess.run([train, loss])  # a fetch on the master's task: the master answers
+        assert _steps_completed(servers, "local", 1) - before == completed
+    assert completed == 8, completed
 
 
 def test_a_step_answered_by_its_worker_times_out_then_runs_again(servers):

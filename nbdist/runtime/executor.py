@@ -55,6 +55,9 @@ class StepContext:
         session: the id of the step's session (keys per-session resources: iterators).
         master: the task whose master issued the step (``/job:worker/task:0``; "" in a local
             session): resources note who feeds them (`nbdist.ops.resources.Feeders`).
+        reply_to: the master's task device when the run's reply crosses the network to it
+            (``/job:worker/replica:0/task:0``; None in the master's own process): tensors the
+            run's end sends only there ride on that reply (`carried`), one message less.
     """
 
     __slots__ = (
@@ -70,6 +73,8 @@ class StepContext:
         "finished",
         "wake",
         "outbox",
+        "reply_to",
+        "carried",
         "_claims",
     )
 
@@ -83,6 +88,7 @@ class StepContext:
         device="",
         session="",
         master="",
+        reply_to=None,
     ):
         self.resources = resources
         self.rendezvous = rendezvous
@@ -96,6 +102,8 @@ class StepContext:
         self.finished = False  # set when the plan's run returned or raised (waits it left are void)
         self.wake = None  # set while the step is parked: called (any thread) when it must look again
         self.outbox = None  # tensors `_Send` queued for other tasks: {task: [[key, value], ...]}
+        self.reply_to = reply_to
+        self.carried = None  # [[key, value], ...] for `reply_to`, sent with the run's reply
         self._claims = None  # node name -> (value, give_back)
 
     def cancel(self, error):
@@ -457,7 +465,7 @@ class PlanRun:
                 if self.waiting:
                     self._pass()
             if self.ctx.outbox:  # before waiting (or ending): the tensors for other tasks go now
-                self.ctx.rendezvous.flush(self.ctx)
+                self.ctx.rendezvous.flush(self.ctx, last=not self.left)
             if self.left and not self.waiting:  # a plan is acyclic: something must be waiting
                 raise errors.InternalError(None, None, f"{self.left} ops can never run (a cycle?)")
             steps = self.plan._steps

@@ -9,9 +9,11 @@ each task -> each ``RunGraphResponse`` carries its task's fetches -> the master'
   straight to the client (``FetchedTensors``) and tells the master only that it did, so a
   large tensor crosses the network once, not twice. Smaller ones ride on the reply (one
   message less).
-- **Completion**: a step run by one other task alone, for a client that reads that task's
-  link while it waits, is answered by that task: ``FetchedTensors`` with the master's reply
-  meta (``complete``); the master sends no reply (one message less on the step's path).
+- **Completion**: a step whose end is one other task's run's end (it runs alone, or every
+  other partition only feeds it: `partition.last_to_end`, an in-graph ps applying every
+  worker's gradients), for a client that reads that task's link while it waits, is answered
+  by that task: ``FetchedTensors`` with the master's reply meta (``complete``); the master
+  sends no reply (one message less on the step's path).
 
 Each side has its part here: the client names itself in its ``RunStep`` and takes what
 comes (`ClientInbox`), the master says which task may take which shortcut and puts the
@@ -48,18 +50,17 @@ class StepFetches:
 
     Args:
         request: the client's `RunStepRequest`.
-        parts: ``{task: Partition}`` of the step's plan.
+        last_to_end: the task whose run ends the step and holds every fetch, or None.
         master_task: the master's own task (its partition's fetches are always in hand).
         new_partitioning: the step's plan was made for it (its reply carries the placement).
     """
 
-    def __init__(self, request, parts, master_task, new_partitioning):
+    def __init__(self, request, last_to_end, master_task, new_partitioning):
         self.fetches = request.fetches
         self.client, self.run_id = request.deliver_to, request.run_id
         self.master_task = master_task
-        (only,) = parts if len(parts) == 1 else (None,)
         completes = request.completes and self.client and not new_partitioning and not request.trace
-        self.completed_by = only if completes and only != master_task else None
+        self.completed_by = last_to_end if completes and last_to_end != master_task else None
         self.completed = False  # the completing task answered the client: no reply from here
         self._values = {}  # fetch name -> value (None: delivered straight to the client)
         self._direct = {}  # task -> positions in `fetches` it delivered to the client
@@ -93,8 +94,9 @@ class StepFetches:
 
 
 # -- a worker: the shortcut, or the reply -------------------------------------------------------------
-def reply_run_graph(loop, responder, request, task, values, stats, on_completed):
-    """Answers `request` (a `RunGraphRequest`) with the partition's fetched `values`.
+def reply_run_graph(loop, responder, request, task, values, stats, on_completed, carried=None):
+    """Answers `request` (a `RunGraphRequest`) with the partition's fetched `values`, and the
+    tensors its end sent the master's task (`carried`, ``[[key, tensor], ...]``, or None).
 
     Large fetches go straight to the client that asked for them (``deliver_to``); a completing
     run (``complete``) answers the client on its link, whatever its size. The master learns
@@ -105,7 +107,7 @@ def reply_run_graph(loop, responder, request, task, values, stats, on_completed)
     if not client or (
         complete is None and sum(getattr(v, "nbytes", 0) for v in values) < DIRECT_FETCH_MIN_BYTES
     ):  # small: riding on the reply costs less
-        responder.reply(RunGraphResponse.TYPE, RunGraphResponse(values, stats).body())
+        responder.reply(RunGraphResponse.TYPE, RunGraphResponse(values, stats, tensors=carried).body())
         return
     tensors = FetchedTensors(run_id=request.run_id, task=task, fetches=values, complete=complete)
     frames = loop.encode(tensors.TYPE, tensors.body())
@@ -115,7 +117,7 @@ def reply_run_graph(loop, responder, request, task, values, stats, on_completed)
         completed = True if delivered and complete is not None else None
         if completed:
             on_completed()
-        response = RunGraphResponse(None if delivered else values, stats, delivered, completed)
+        response = RunGraphResponse(None if delivered else values, stats, delivered, completed, carried)
         responder.reply(response.TYPE, response.body())
 
     if loop.on_io_thread:

@@ -34,7 +34,7 @@ from nbdist.runtime import (
 from nbdist.runtime.executor import check_fed_value
 from nbdist.runtime.fetch_delivery import StepFetches
 from nbdist.runtime.net.serving import DEFERRED, Rpc
-from nbdist.runtime.partition import partition
+from nbdist.runtime.partition import last_to_end, partition
 from nbdist.runtime.plan_compiler import prune_and_sort
 from nbdist.runtime.protocol import (
     CloseSessionRequest,
@@ -119,10 +119,15 @@ def _signature(session, request):
 class _StepPlan:
     """A placed, partitioned, registered step signature."""
 
-    def __init__(self, placement, parts, handles):
+    def __init__(self, placement, parts, handles, fetches):
         self.placement = placement
         self.parts = parts  # task -> Partition
         self.handles = handles  # task -> graph handle
+        # The task whose run ends the step and holds every fetch (a lone partition's fetches
+        # are all there are): it may answer the client.
+        last = last_to_end(parts)
+        holds_all = last is not None and (len(parts) == 1 or set(fetches) <= set(parts[last].fetches))
+        self.last_to_end = last if holds_all else None
 
 
 class MasterService:
@@ -320,7 +325,7 @@ class MasterService:
                 handles[task] = self.worker(task).register_graph(part, deadline)
                 calls.append(_event("worker", "RegisterGraph", task, t0, nodes=len(part.nodes)))
                 _forget_other_incarnations(session, task, handles[task])
-            plan = session.steps[signature] = _StepPlan(placement, parts, handles)
+            plan = session.steps[signature] = _StepPlan(placement, parts, handles, fetches)
             session.tasks.update(parts)
             return plan
 
@@ -346,7 +351,7 @@ class _Step:
         self.timeout_s = request.timeout_s or DEFAULT_STEP_TIMEOUT_S
         if deadline is not None:  # (what planning left of it)
             self.timeout_s = max(0.001, deadline - time.monotonic())
-        self.fetched = StepFetches(request, plan.parts, master.task_device, new)
+        self.fetched = StepFetches(request, plan.last_to_end, master.task_device, new)
         self.responder = responder
         self.calls = calls
         self.new = new
@@ -396,6 +401,14 @@ class _Step:
     def _task_done(self, task, response, via, t0):
         if self.done:
             return
+        if response.tensors is not None:  # what its end sent this task, riding on its reply
+            try:
+                self.master.local_worker.rendezvous.deliver(
+                    self.step_id, response.tensors, f"{task}'s RunGraph reply"
+                )
+            except errors.OpError as e:
+                self.fail(e)
+                return
         self.fetched.received(task, self.plan.parts[task], response)
         if response.stats:
             self.stats[task] = response.stats

@@ -25,6 +25,7 @@ from nbdist.graph.tensor_shape import TensorShape
 from nbdist.ops import registry
 from nbdist.ops.deadness import DEADNESS_SOURCES
 from nbdist.ops.while_ops import LOOP_OPS
+from nbdist.runtime.plan_compiler import split_input
 
 # A relay that would leave fewer pairs of tasks to message each other is bypassed up to
 # this many control edges (each a count in the executor; a relay between two groups of
@@ -267,6 +268,39 @@ def _cross_control(part_of, sends, inputs, src_device, dst_device, extra):
         extra = {**extra, "tensor_name": inputs[0], "control_inputs": [i[1:] for i in inputs]}
         sends[memo_key] = _pair(part_of, f"{trigger.name}:0", safe, src_device, dst_device, spec, extra)
     return sends[memo_key]
+
+
+def last_to_end(parts):
+    """The task whose partition cannot end before every other partition of the step has, or
+    None: the only one, or the one every node of each other partition leads to (a `_Send`
+    to it, or an ancestor of one there) - the ps that applies every worker's gradients.
+
+    Its run's end is the step's end (no other run has an op left), so it may answer the
+    client itself (`fetch_delivery.StepFetches`: one message less on the step's path).
+    """
+    if len(parts) == 1:
+        return next(iter(parts))
+    for task in parts:
+        if all(_leads_only_to(part, task) for other, part in parts.items() if other != task):
+            return task
+    return None
+
+
+def _leads_only_to(part, task):
+    """`part` fetches nothing, and each of its nodes is a `_Send` to `task` or feeds one."""
+    if part.fetches:
+        return False
+    by_name = {n.name: n for n in part.nodes}
+    todo = [n.name for n in part.nodes if n.op == "_Send" and task_prefix(n.attr["recv_device"]) == task]
+    reached = set()
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in by_name:
+            continue
+        reached.add(name)
+        node = by_name[name]
+        todo += [split_input(i)[0] for i in node.data_inputs] + node.control_inputs
+    return len(reached) == len(by_name)
 
 
 def _pair(part_of, tensor, safe, src_device, dst_device, spec, extra=None):

@@ -210,13 +210,16 @@ class RunGraphResponse(Message):
     stats: dict = field("stats", default=None)
     delivered: bool = field("delivered", optional=True)
     completed: bool = field("completed", optional=True)
+    tensors: list = field("tensors [[key, tensor], ...]", optional=True)
 
 
 @message(
     "RunGraph",
     "worker",
     RunGraphResponse,
-    note="with `deliver_to`, the fetches may go first to the client as `FetchedTensors`",
+    note="with `deliver_to`, the fetches may go first to the client as `FetchedTensors`; the "
+    "reply's `tensors` are what the partition sent the master's task as it ended (they ride on "
+    "the reply instead of a `SendTensor`)",
 )
 class RunGraphRequest(Message):
     handle: str = field("handle")

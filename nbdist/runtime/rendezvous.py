@@ -81,16 +81,39 @@ class Rendezvous:
         if ctx.trace is not None:
             self._note(ctx, node, value, recv_task)
 
-    def flush(self, ctx):
+    def flush(self, ctx, last=False):
         """Pushes the tensors `send` queued for other tasks: one ``SendTensor`` per task.
 
         Called whenever the step's run pauses (it is about to wait, or is parked) or ends, so
-        a tensor never waits for anything but the ops that could run before it was sent.
+        a tensor never waits for anything but the ops that could run before it was sent. At
+        the run's end (`last`), tensors only for the master's task (``ctx.reply_to``: a
+        `SyncReplicasOptimizer` token, say) are kept in ``ctx.carried`` instead: the RunGraph
+        reply, which goes there at once, carries them (one message less on the step's path).
         """
         outbox, ctx.outbox = ctx.outbox, None
+        if last and outbox and ctx.reply_to is not None and len(outbox) == 1 and ctx.reply_to in outbox:
+            ctx.carried = outbox[ctx.reply_to]
+            return
         for recv_task, tensors in (outbox or {}).items():
             channel = transport.channel_to(self._address_of(recv_task), recv_task, self._key)
             channel.send("SendTensor", {"step_id": ctx.step_id, "tensors": tensors})
+
+    def deliver(self, step_id, tensors, via):
+        """Stores the tensors of a ``SendTensor`` (or those a RunGraph reply carried), checked:
+        ``[[key, tensor], ...]``; `via` says which message brought them (named in the error).
+
+        Raises:
+            InvalidArgumentError: `tensors` is not such a list.
+        """
+        if not isinstance(tensors, list) or not all(
+            isinstance(t, list) and len(t) == 2 and isinstance(t[0], str) for t in tensors
+        ):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"tensors for {self.task_device} in {via} must be [[key, tensor], ...], got {tensors!r:.200}",
+            )
+        self.put_all(step_id, tensors)
 
     def put_all(self, step_id, tensors):
         """Stores ``[[key, value], ...]`` (one ``SendTensor``), then wakes the step's waits once."""

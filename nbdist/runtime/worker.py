@@ -24,6 +24,7 @@ thread. Where its fetched tensors go is `nbdist.runtime.fetch_delivery`'s.
 
 import collections
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -135,9 +136,11 @@ class WorkerService:
             self._plans.pop(handle, None)
 
     # -- RunGraph ----------------------------------------------------------------------------------
-    def run_graph(self, request):
+    def run_graph(self, request, remote=False):
         """Runs a registered partition for one step (a `RunGraphRequest`); returns ``(fetch
-        values, trace dict)``.
+        values, trace dict, carried tensors)``: the carried are ``[[key, tensor], ...]`` its
+        end sent the master's task, for the reply to carry when `remote` (the master is
+        another task's: `StepContext.reply_to`), else None.
 
         The request's `master` is the task whose master issued the step (``/job:worker/task:0``):
         a step of a master this task then loses is aborted (`master_lost`), and resources note
@@ -147,7 +150,7 @@ class WorkerService:
             FailedPreconditionError: unknown handle (e.g. this task restarted).
             Any OpError of the partition's kernels, naming node and device.
         """
-        plan, ctx, began = self._begin(request)
+        plan, ctx, began = self._begin(request, remote)
         if self.delay_s:
             time.sleep(
                 self.delay_s
@@ -159,24 +162,24 @@ class WorkerService:
         finally:
             transfers = self._end(ctx)
         self.steps_run += 1
-        return values, self._stats(ctx, began, transfers)
+        return values, self._stats(ctx, began, transfers), ctx.carried
 
-    def start_graph(self, request, on_done, on_error):
+    def start_graph(self, request, on_done, on_error, remote=False):
         """`run_graph` on the I/O thread, which it never blocks (only for `runs_quickly` plans).
 
         The partition runs as far as it can; if it then waits it is *parked* (`_ParkedRun`)
-        until what it waits for changes. Calls ``on_done(values, stats)`` or
+        until what it waits for changes. Calls ``on_done(values, stats, carried)`` or
         ``on_error(exc)`` on the I/O thread when it is over.
         """
         try:
-            plan, ctx, began = self._begin(request)
+            plan, ctx, began = self._begin(request, remote)
             run = plan.start(ctx, request.feeds)
         except Exception as e:  # noqa: BLE001 - the step's error, answered like any other
             on_error(e)
             return
         _ParkedRun(self, plan, run, began, on_done, on_error).start()
 
-    def _begin(self, request):
+    def _begin(self, request, remote):
         handle, timeout_s, master = request.handle, request.timeout_s, request.master
         plan = self._plans.get(handle)
         if plan is None:
@@ -196,6 +199,7 @@ class WorkerService:
             self.task_device + "/device:CPU:0",
             request.session,
             master if isinstance(master, str) else "",
+            _task_device(master) if remote else None,
         )
         with self._lock:
             self._running.add(ctx)
@@ -323,15 +327,18 @@ class WorkerService:
         if self.loop.on_io_thread:  # the loop found it quick (`runs_quickly`): never block here
             self.start_graph(
                 request,
-                lambda values, stats: self._answer_run_graph(request, responder, values, stats),
+                lambda *result: self._answer_run_graph(request, responder, *result),
                 responder.fail,
+                remote=True,
             )
         else:
-            self._answer_run_graph(request, responder, *self.run_graph(request))
+            self._answer_run_graph(request, responder, *self.run_graph(request, remote=True))
         return DEFERRED
 
-    def _answer_run_graph(self, request, responder, values, stats):
-        reply_run_graph(self.loop, responder, request, self.task_device, values, stats, self._completed_one)
+    def _answer_run_graph(self, request, responder, values, stats, carried):
+        reply_run_graph(
+            self.loop, responder, request, self.task_device, values, stats, self._completed_one, carried
+        )
 
     def _completed_one(self):
         self.steps_completed += 1
@@ -343,18 +350,25 @@ class WorkerService:
 
     def _rpc_send_tensor(self, msg, responder):
         request = SendTensor.from_msg(msg)
-        tensors = request.tensors
-        if not isinstance(tensors, list) or not all(isinstance(t, list) and len(t) == 2 for t in tensors):
-            raise errors.InvalidArgumentError(
-                None, None, "SendTensor: 'tensors' must be [[key, tensor], ...]"
-            )
-        self.rendezvous.put_all(request.step_id, tensors)
+        self.rendezvous.deliver(request.step_id, request.tensors, "a SendTensor")
         return None, None  # one-way: one message per destination task and pause of a partition
 
     def _rpc_cleanup_all(self, msg, responder):
         request = CleanupAllRequest.from_msg(msg)
         self.cleanup_all(request.containers, request.session)
         return CleanupAllResponse().as_answer()
+
+
+@functools.lru_cache(maxsize=64)
+def _task_device(master):
+    """The task device of a request's `master` (``/job:worker/task:0``); None for none or for
+    one that names no task (then nothing rides on the reply)."""
+    if not master or not isinstance(master, str):
+        return None
+    try:
+        return Task.parse(master).device
+    except ValueError:
+        return None
 
 
 def _part_args(part):
@@ -382,7 +396,7 @@ class LocalWorker:
     def run_graph(self, request, on_done, on_error, redial=False):
         service, loop = self.service, self._loop
 
-        def done(values, stats):
+        def done(values, stats, carried):  # (carried: None, the master is in this process)
             on_done(RunGraphResponse(values, stats), "in process")
 
         if service.runs_quickly(request.handle):
@@ -473,6 +487,7 @@ class _ParkedRun:
         self.report_at_s = HANG_REPORT_S
         self.timers = []
         self.over = False
+        self.wake_posted = False  # an advance is posted that has not begun: the next wake_later joins it
 
     def start(self):
         service, ctx, loop = self.service, self.ctx, self.loop
@@ -517,12 +532,12 @@ class _ParkedRun:
         self.service.steps_run += 1
         if self.ctx.trace is None:  # the answer first: what is left is bookkeeping, off the step's path
             try:
-                self.on_done(self.run.fetched(), None)
+                self.on_done(self.run.fetched(), None, self.ctx.carried)
             finally:
                 self._release()
             return
-        transfers = self._release()
-        self.on_done(self.run.fetched(), self.service._stats(self.ctx, self.began, transfers))
+        stats = self.service._stats(self.ctx, self.began, self._release())
+        self.on_done(self.run.fetched(), stats, self.ctx.carried)
 
     def _release(self):
         """Forgets the finished run everywhere it was parked or counted; returns its transfers."""
@@ -542,7 +557,17 @@ class _ParkedRun:
             self.loop.post(self.advance)
 
     def wake_later(self):  # any thread, maybe inside a kernel holding a queue's lock: never nested
-        self.loop.post(self.advance)
+        # Every queue or accumulator change of the task wakes every run parked on resources (a
+        # sync step's four gradients, four takes and its tokens: a dozen changes, each once per
+        # parked run). Wakes before a posted advance begins are one advance: it sees them all.
+        if self.wake_posted:
+            return
+        self.wake_posted = True
+        self.loop.post(self._posted_advance)
+
+    def _posted_advance(self):  # I/O thread
+        self.wake_posted = False  # (first: a change from now on posts again)
+        self.advance()
 
     def recheck(self):  # I/O thread, every PARKED_RECHECK_S while parked
         self.timers[0] = self.loop.call_later(PARKED_RECHECK_S, self.recheck)
