@@ -109,7 +109,12 @@ def test_two_runs_in_voila_keep_both_curves_and_leave_no_process(tmp_path_factor
             assert not widget_errors(page), page.console_errors
             assert seen_pids, "no server process was seen while the runs trained"
 
-            choose(page, "steps", "400")  # a third run, still training when the page closes
+            # A third run, still training when the page closes: with no backup worker the 400 ms
+            # straggler holds back every synchronous step (400 steps at full speed took 2.3 s, and
+            # the page once saw "starting" then "done", never "training").
+            choose(page, "backup-workers", "0")
+            choose(page, "straggler-ms", "400 ms")
+            choose(page, "steps", "400")
             page.locator(".nbdist-playground-train").click()
             expect(page.locator(".nbdist-playground-status")).to_contain_text("run 3", timeout=RUN_TIMEOUT_MS)
             expect(page.locator(".nbdist-playground-status")).to_contain_text(

@@ -196,7 +196,9 @@ def test_a_tensor_training_switch_matches_tf(tf1, switch):
     theirs = _run(tf1, switch=switch)
     ours = _run(tf, theirs["before"], switch=switch)
     for a, b in zip([*ours["outputs"], *ours["after"]], [*theirs["outputs"], *theirs["after"]], strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+        # float32 sums in another order (TF's Eigen threads split them as the machine's load
+        # falls): a gradient near 0.02 beside ones near 8 once differed by 1.02e-4 in CI
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=3e-4)
     moved = [n for n, _ in ours["variables"]].index("batch_normalization/moving_variance:0")
     assert np.allclose(ours["after"][moved], ours["before"][moved]) == (not switch)
 
