@@ -530,22 +530,14 @@ class _ParkedRun:
             self.on_error(error)
             return
         self.service.steps_run += 1
-        if self.ctx.trace is None:
-            if self.loop.has_posted:
-                # Runs this one's end woke go first (a sync step's queue runner enqueued the
-                # tokens its workers' runs wait for: their answers are the training's path).
-                self.loop.post(self._answer)
-            else:
-                self._answer()
+        if self.ctx.trace is None:  # the answer first: what is left is bookkeeping, off the step's path
+            try:
+                self.on_done(self.run.fetched(), None, self.ctx.carried)
+            finally:
+                self._release()
             return
         stats = self.service._stats(self.ctx, self.began, self._release())
         self.on_done(self.run.fetched(), stats, self.ctx.carried)
-
-    def _answer(self):  # the answer first: what is left is bookkeeping, off the step's path
-        try:
-            self.on_done(self.run.fetched(), None, self.ctx.carried)
-        finally:
-            self._release()
 
     def _release(self):
         """Forgets the finished run everywhere it was parked or counted; returns its transfers."""

@@ -401,11 +401,6 @@ class ServingLoop:
         if threading.get_ident() != self._io_ident:
             self._waker.wake()
 
-    @property
-    def has_posted(self):
-        """Work is posted that this thread has not begun (I/O thread: its own posts run next)."""
-        return bool(self._posted)
-
     def submit(self, fn, *args):
         """Runs `fn(*args)` on the handler pool."""
         return self._pool.submit(fn, *args)
