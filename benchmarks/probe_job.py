@@ -7,10 +7,15 @@ process's CPU time and minor page faults from ``/proc/<pid>/stat`` and, when ask
 a profiler to the tasks named (``ps``, ``w0``, ``w1``, ...): ``--py-spy`` (Python stacks, only
 while holding the GIL; raw files for flame graphs), ``--perf`` (native stacks: kernels, page
 faults, BLAS) or ``--strace`` (system calls counted). Prints the CPU %, faults/s and each
-worker's global steps/s; every process is stopped by its PID. This is how the allocator
-policy, the shared-memory bar and the relay bypass were found and checked (docs/benchmarks.md,
-"Again, after five runtime changes"); runs are single and the machine's speed drifts, so
-compare alternating runs, never one against a number from another hour.
+worker's global steps/s; every process is stopped by its PID. ``--timeline S`` records every
+task's runtime hops for S seconds (`benchmarks/timeline/sitecustomize.py`) and prints what each
+costs (client between steps, client to master, master to the ``RunGraph`` sent, encodes, a
+woken loop to its handler, a parked run's advance) with the merged timeline in
+``OUT/timeline/timeline.txt``: where a step's latency goes, hop by hop, across processes.
+This is how the allocator policy, the shared-memory bar and the relay bypass were found and
+checked (docs/benchmarks.md, "Again, after five runtime changes"); runs are single and the
+machine's speed drifts, so compare alternating runs, never one against a number from another
+hour.
 
     python benchmarks/probe_job.py                                     # async 784-100-10
     python benchmarks/probe_job.py --hidden 1000 --batch 256 --sync    # the large model, sync
@@ -18,12 +23,16 @@ compare alternating runs, never one against a number from another hour.
     python benchmarks/probe_job.py --workers 1 --strace w0             # system calls of a worker
     python benchmarks/probe_job.py --perf ps --py-spy w0 --out /tmp/p  # profiles into /tmp/p
     python benchmarks/probe_job.py --tf                                # the same job on real TF
+    python benchmarks/probe_job.py --sync --timeline 0.5               # hop by hop, every task
 """
 
 import argparse
+import collections
+import glob
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -34,6 +43,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training import ROOT, _ports
 
 SCRIPT = ROOT / "examples" / "mnist_mlp_distributed.py"
+TIMELINE_SITE = Path(__file__).resolve().parent / "timeline"
+# (first event, next event, what the gap is) for `--timeline`'s table: the next event of the same
+# thread, or (names with "->") of any thread of the same process
+HOPS = [
+    ("client.run<", "client.run>", "client: between two steps"),
+    ("client.run>", "master.RunStep>", "client -> its master (I/O thread)"),
+    ("master.RunStep>", "link.write<", "master: RunStep to its first RunGraph written"),
+    ("master.finish>", "client.run<", "master's answer -> client thread"),
+    ("loop.woke", "worker.RunGraph>", "loop woke to the RunGraph handler (decode)"),
+    ("loop.woke", "worker.SendTensor>", "loop woke to the SendTensor handler (decode)"),
+    ("run.advance>", "run.advance<", "a parked run's advance"),
+    ("wire.encode> SendTensor", "wire.encode<", "encode a SendTensor"),
+    ("wire.encode> RunGraphResponse", "wire.encode<", "encode a RunGraph reply"),
+]
 START_TIMEOUT_S = 180  # until every worker's first step (TF imports slowly)
 RUN_TIMEOUT_S = 600  # for the whole job
 
@@ -66,7 +89,7 @@ def _profilers(args, procs):
     return started
 
 
-def main():
+def _args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tf", action="store_true", help="run the job on real TensorFlow")
     p.add_argument("--hidden", type=int, default=100)
@@ -82,7 +105,12 @@ def main():
     p.add_argument("--perf", default="", metavar="TASKS")
     p.add_argument("--strace", default="", metavar="TASKS")
     p.add_argument("--out", default="probe_job_out", help="where profiles go")
-    args = p.parse_args()
+    p.add_argument("--timeline", type=float, default=0.0, metavar="S", help="record each task's hops for S s")
+    return p.parse_args()
+
+
+def main():
+    args = _args()
 
     ports = _ports(1 + args.workers)
     flags = [
@@ -95,6 +123,7 @@ def main():
         *(["--tf"] if args.tf else []),
     ]
     env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.env))
+    timeline = _timeline_folder(args, env)
     procs, lines = {}, {}
     try:
         procs["ps"] = subprocess.Popen(
@@ -125,6 +154,9 @@ def main():
             time.sleep(0.1)
         time.sleep(1.0)
         profilers = _profilers(args, procs)
+        if args.timeline:  # every task records from 0.2 s on (`timeline/sitecustomize.py` polls for it)
+            (timeline / "start.tmp").write_text(f"{time.time() + 0.2} {args.timeline}")
+            (timeline / "start.tmp").rename(timeline / "start")
         before, t0 = {k: _cpu_and_faults(proc.pid) for k, proc in procs.items()}, time.monotonic()
         time.sleep(args.window)
         after, seconds = {k: _cpu_and_faults(proc.pid) for k, proc in procs.items()}, time.monotonic() - t0
@@ -146,6 +178,66 @@ def main():
     print("global steps/s per worker:", [round(r.get("global_steps_per_s") or 0, 1) for r in reports])
     if any((args.py_spy, args.perf, args.strace)):
         print(f"profiles in {args.out}/")
+    if args.timeline:
+        _report_timeline(timeline)
+
+
+def _timeline_folder(args, env):
+    """With ``--timeline``: an empty OUT/timeline, and `env` making every task record into it."""
+    folder = Path(args.out) / "timeline"
+    if args.timeline:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+        env["NBDIST_TIMELINE_DIR"] = str(folder)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TIMELINE_SITE), env.get("PYTHONPATH")]))
+    return folder
+
+
+def _report_timeline(folder):
+    """Prints each hop's median per task and writes the merged timeline (us from its start)."""
+    events, missing = [], set()
+    for path in glob.glob(str(folder / "*.json")):
+        with open(path) as f:
+            got = json.load(f)
+        flags = dict(a.lstrip("-").split("=", 1) for a in got["argv"] if a.startswith("--") and "=" in a)
+        if "job_name" not in flags:
+            continue
+        task = {"ps": "ps", "worker": "w"}[flags["job_name"]] + flags.get("task_index", "0")
+        events += [(t, task, thread, what) for t, thread, what in got["events"]]
+        missing.update(got["missing"])
+    if missing:
+        print("timeline probes missing (renamed in the runtime?):", ", ".join(sorted(missing)))
+    if not events:
+        print(f"no timeline events in {folder}")
+        return
+    events.sort()
+    by_thread = collections.defaultdict(list)  # (task, thread) -> events; (task, None) -> all of its
+    for t, task, thread, what in events:
+        by_thread[task, thread].append((t, what))
+        by_thread[task, None].append((t, what))
+    tasks = sorted({task for _, task, _, _ in events})
+    print("hop (median us, count)".ljust(48) + "".join(f"{task:>14}" for task in tasks))
+    for first, then, name in HOPS:
+        gaps = collections.defaultdict(list)
+        for (task, thread), seq in by_thread.items():
+            if (thread is None) != ("->" in name):
+                continue
+            for i, (t, what) in enumerate(seq):
+                if what.startswith(first):
+                    for t2, w2 in seq[i + 1 : i + 80]:
+                        if w2.startswith(then):
+                            gaps[task].append((t2 - t) / 1e3)
+                        if w2.startswith((then, first)):  # (another `first`: this one led elsewhere)
+                            break
+        cells = [f"{statistics.median(gaps[t]):7.0f} ({len(gaps[t]):4d})" if gaps[t] else "-" for t in tasks]
+        print(name.ljust(48) + "".join(f"{c:>14}" for c in cells))
+    t0 = events[0][0]
+    column = {task: i for i, task in enumerate(tasks)}
+    with open(folder / "timeline.txt", "w") as f:
+        for t, task, thread, what in events:
+            f.write(f"{(t - t0) / 1e3:10.0f} {' ' * 36 * column[task]}{task} {thread[:12]} {what}\n")
+    print(f"the merged timeline: {folder / 'timeline.txt'} ({len(events)} events, us)")
 
 
 if __name__ == "__main__":
