@@ -54,6 +54,8 @@ HOPS = [
     ("loop.woke", "worker.RunGraph>", "loop woke to the RunGraph handler (decode)"),
     ("loop.woke", "worker.SendTensor>", "loop woke to the SendTensor handler (decode)"),
     ("run.advance>", "run.advance<", "a parked run's advance"),
+    ("link.read>", "link.read<", "read a link's bytes"),
+    ("wire.decode>", "wire.decode<", "decode a message"),
     ("wire.encode> SendTensor", "wire.encode<", "encode a SendTensor"),
     ("wire.encode> RunGraphResponse", "wire.encode<", "encode a RunGraph reply"),
 ]

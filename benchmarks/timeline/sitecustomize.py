@@ -98,6 +98,8 @@ def _install():
     _wrap(rendezvous.Rendezvous, "put_all", "rendezvous.put_all")
     _wrap(wire, "encode", "wire.encode", lambda msg_type, *a, **k: " " + msg_type, ends=True)
     _wrap(links.Link, "write", "link.write", ends=True)
+    _wrap(links.Link, "take_all", "link.read", ends=True)
+    _wrap(wire, "decode", "wire.decode", ends=True)
     reply = getattr(fetch_delivery, "reply_run_graph", None)
     if reply is not None and getattr(worker, "reply_run_graph", None) is reply:
         _wrap(worker, "reply_run_graph", "worker.reply")
