@@ -33,12 +33,22 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def outputs_text(nb):
+    """The cells' outputs as text, one part per output. Consecutive stream outputs of one
+    stream are one part, as Jupyter shows them: the kernel may flush a ``print`` between its
+    writes (``'/job:worker/task:0'``, then ``' as the client:'``), more often on a busy machine."""
     parts = []
     for cell in nb.cells:
+        previous = None  # the output just before, if it was a stream's
         for out in cell.get("outputs", []):
             if out["output_type"] == "stream":
-                parts.append(out["text"])
-            elif out["output_type"] == "error":
+                if previous is not None and previous["name"] == out["name"]:
+                    parts[-1] += out["text"]
+                else:
+                    parts.append(out["text"])
+                previous = out
+                continue
+            previous = None
+            if out["output_type"] == "error":
                 parts.append(f"ERROR {out['ename']}: {out['evalue']}")
             else:
                 parts.append(str(out.get("data", {}).get("text/plain", "")))
