@@ -199,6 +199,8 @@ def __getattr__(name):
     if name == "bfloat16" and _bfloat16() is not None:
         return _bfloat16()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # TF's numpy spelling of a quantized type: a one-field structured dtype ([("qint8", "i1")]).
 _QUANTIZED_NUMPY = {np.dtype([(d.name, d.np)]): d for d in QUANTIZED_DTYPES}
 
