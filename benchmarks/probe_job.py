@@ -44,20 +44,20 @@ from bench_training import ROOT, _ports
 
 SCRIPT = ROOT / "examples" / "mnist_mlp_distributed.py"
 TIMELINE_SITE = Path(__file__).resolve().parent / "timeline"
-# (first event, next event, what the gap is) for `--timeline`'s table: the next event of the same
-# thread, or (names with "->") of any thread of the same process
+# (first event, next event, what the gap is, the next event may be another thread's of the same
+# process) for `--timeline`'s table
 HOPS = [
-    ("client.run<", "client.run>", "client: between two steps"),
-    ("client.run>", "master.RunStep>", "client -> its master (I/O thread)"),
-    ("master.RunStep>", "link.write<", "master: RunStep to its first RunGraph written"),
-    ("master.finish>", "client.run<", "master's answer -> client thread"),
-    ("loop.woke", "worker.RunGraph>", "loop woke to the RunGraph handler (decode)"),
-    ("loop.woke", "worker.SendTensor>", "loop woke to the SendTensor handler (decode)"),
-    ("run.advance>", "run.advance<", "a parked run's advance"),
-    ("link.read>", "link.read<", "read a link's bytes"),
-    ("wire.decode>", "wire.decode<", "decode a message"),
-    ("wire.encode> SendTensor", "wire.encode<", "encode a SendTensor"),
-    ("wire.encode> RunGraphResponse", "wire.encode<", "encode a RunGraph reply"),
+    ("client.run<", "client.run>", "client: between two steps", False),
+    ("client.run>", "master.RunStep>", "client -> its master (I/O thread)", True),
+    ("master.RunStep>", "link.write<", "master: RunStep to its first RunGraph written", False),
+    ("master.finish>", "client.run<", "master's answer -> client thread", True),
+    ("loop.woke", "worker.RunGraph>", "loop woke to the RunGraph handler (decode)", False),
+    ("loop.woke", "worker.SendTensor>", "loop woke to the SendTensor handler (decode)", False),
+    ("run.advance>", "run.advance<", "a parked run's advance", False),
+    ("link.read>", "link.read<", "read a link's bytes", False),
+    ("wire.decode>", "wire.decode<", "decode a message", False),
+    ("wire.encode> SendTensor", "wire.encode<", "encode a SendTensor", False),
+    ("wire.encode> RunGraphResponse", "wire.encode<", "encode a RunGraph reply", False),
 ]
 START_TIMEOUT_S = 180  # until every worker's first step (TF imports slowly)
 RUN_TIMEOUT_S = 600  # for the whole job
@@ -220,10 +220,10 @@ def _report_timeline(folder):
         by_thread[task, None].append((t, what))
     tasks = sorted({task for _, task, _, _ in events})
     print("hop (median us, count)".ljust(48) + "".join(f"{task:>14}" for task in tasks))
-    for first, then, name in HOPS:
+    for first, then, name, across_threads in HOPS:
         gaps = collections.defaultdict(list)
         for (task, thread), seq in by_thread.items():
-            if (thread is None) != ("->" in name):
+            if (thread is None) != across_threads:
                 continue
             for i, (t, what) in enumerate(seq):
                 if what.startswith(first):

@@ -123,8 +123,7 @@ def _await_start():
     path = os.path.join(DIR, "start")
     while not os.path.exists(path):
         time.sleep(0.05)
-    time.sleep(0.05)  # (written whole by then)
-    with open(path) as f:
+    with open(path) as f:  # (whole: probe_job renames it into place)
         start, seconds = map(float, f.read().split())
     _window[1] = start + seconds
     _window[0] = start

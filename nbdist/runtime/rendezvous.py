@@ -91,7 +91,7 @@ class Rendezvous:
         reply, which goes there at once, carries them (one message less on the step's path).
         """
         outbox, ctx.outbox = ctx.outbox, None
-        if last and outbox and ctx.reply_to is not None and len(outbox) == 1 and ctx.reply_to in outbox:
+        if last and len(outbox or ()) == 1 and ctx.reply_to in outbox:  # (a task's name: never None)
             ctx.carried = outbox[ctx.reply_to]
             return
         for recv_task, tensors in (outbox or {}).items():
