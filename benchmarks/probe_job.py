@@ -98,6 +98,11 @@ def _args():
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--steps", type=int, default=4000, help="global steps of the job")
     p.add_argument("--sync", action="store_true", help="SyncReplicasOptimizer")
+    p.add_argument(
+        "--in-graph",
+        action="store_true",
+        help="in-graph: the tasks only serve, one client process drives a tower per worker",
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument(
         "--window", type=float, default=4.0, help="seconds measured, from 1 s after training began"
@@ -122,6 +127,7 @@ def main():
         f"--hidden={args.hidden}",
         f"--batch_size={args.batch}",
         *(["--sync"] if args.sync else []),
+        *(["--in_graph"] if args.in_graph else []),
         *(["--tf"] if args.tf else []),
     ]
     env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.env))
@@ -134,15 +140,24 @@ def main():
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        clients = ["client"] if args.in_graph else [f"w{i}" for i in range(args.workers)]
         for i in range(args.workers):
             procs[f"w{i}"] = subprocess.Popen(
                 [sys.executable, str(SCRIPT), *flags, "--job_name=worker", f"--task_index={i}"],
+                env=env,
+                stdout=subprocess.PIPE if f"w{i}" in clients else subprocess.DEVNULL,
+                stderr=subprocess.STDOUT if f"w{i}" in clients else subprocess.DEVNULL,
+                text=True,
+            )
+        if args.in_graph:  # (the script without --job_name is the in-graph client)
+            procs["client"] = subprocess.Popen(
+                [sys.executable, str(SCRIPT), *flags],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
             )
-            lines[f"w{i}"] = []
+        lines.update((k, []) for k in clients)
         readers = [
             threading.Thread(target=lambda k=k: lines[k].extend(procs[k].stdout), daemon=True) for k in lines
         ]
@@ -203,9 +218,12 @@ def _report_timeline(folder):
         with open(path) as f:
             got = json.load(f)
         flags = dict(a.lstrip("-").split("=", 1) for a in got["argv"] if a.startswith("--") and "=" in a)
-        if "job_name" not in flags:
-            continue
-        task = {"ps": "ps", "worker": "w"}[flags["job_name"]] + flags.get("task_index", "0")
+        if "ps_hosts" not in flags:
+            continue  # (not a task of the job: the probe itself, a tool)
+        if "job_name" in flags:
+            task = {"ps": "ps", "worker": "w"}[flags["job_name"]] + flags.get("task_index", "0")
+        else:
+            task = "client"  # the in-graph client
         events += [(t, task, thread, what) for t, thread, what in got["events"]]
         missing.update(got["missing"])
     if missing:

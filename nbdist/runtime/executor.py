@@ -239,6 +239,10 @@ class ExecutionPlan:
         # not only on tensors: its runs re-check when resources change, and their end may hand
         # a claimed element back or free a place in a queue's line.
         self.waits_on_resources = any(d.ref_inputs for d in blocking)
+        # The first step after the last `_Send`: a first pass that gets there pushes what it
+        # queued for other tasks at once (`Rendezvous.flush_early`), not after the ops behind.
+        sends = [i for i, n in enumerate(order) if n.op == "_Send"]
+        self._after_sends = sends[-1] + 1 if sends and sends[-1] + 1 < len(order) else None
         self.last_run_s = None  # duration of the latest run (for the server's scheduling)
 
     def check_feeds(self, feed_values):
@@ -513,7 +517,10 @@ class PlanRun:
     def _first_pass(self):
         plan, ctx, vals, trace, waits = self.plan, self.ctx, self.vals, self.ctx.trace, self.waits
         execute_plain, done, deferred, dead = plan._execute_plain, self.done, [], self.dead
+        after_sends = plan._after_sends
         for step in plan._steps:
+            if step.index == after_sends and ctx.outbox:
+                ctx.rendezvous.flush_early(ctx)
             if deferred and self.blocked(step):
                 deferred.append(step)
                 continue

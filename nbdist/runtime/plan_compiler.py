@@ -42,10 +42,16 @@ def split_input(name):
 
 
 def prune_and_sort(by_name, fed, fetches, targets):
-    """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first."""
+    """Nodes needed for the fetches/targets (stopping at fed tensors), inputs first.
+
+    The subgraphs of the `_Send` targets come first, then the fetches' and the other targets':
+    a tensor another task waits for (a variable's value for a tower) is sent before the ops
+    that only this task needs."""
     needed, order, visiting = set(), [], set()
-    stack = [(split_input(f)[0], False) for f in fetches if f not in fed]
-    stack += [(t, False) for t in targets]
+    sends = [t for t in targets if t in by_name and by_name[t].op == "_Send"]
+    stack = [(t, False) for t in sends]
+    stack += [(split_input(f)[0], False) for f in fetches if f not in fed]
+    stack += [(t, False) for t in targets if t not in sends]
     stack.reverse()
     while stack:
         name, expanded = stack.pop()

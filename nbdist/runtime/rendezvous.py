@@ -98,6 +98,13 @@ class Rendezvous:
             channel = transport.channel_to(self._address_of(recv_task), recv_task, self._key)
             channel.send("SendTensor", {"step_id": ctx.step_id, "tensors": tensors})
 
+    def flush_early(self, ctx):
+        """`flush`, before the run's end, of what `send` queued so far when it is for another
+        task than the master's (tensors only for the master's task wait: the run's end may carry
+        them on its reply). A plan's first pass calls it once past its last `_Send`."""
+        if any(task != ctx.reply_to for task in ctx.outbox):
+            self.flush(ctx)
+
     def deliver(self, step_id, tensors, via):
         """Stores the tensors of a ``SendTensor`` (or those a RunGraph reply carried), checked:
         ``[[key, tensor], ...]``; `via` says which message brought them (named in the error).
