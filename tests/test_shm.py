@@ -104,7 +104,9 @@ def test_a_64_mib_fetch_and_send_recv_go_through_shared_memory(two_tasks):
     # Reused step after step, without waiting for a garbage collection: one segment held by
     # `fetched`, one for the Send/Recv (and one more if task 0 dropped a step's tensor only
     # after answering); a reference cycle holding the views would add one per step.
-    assert len(shm.segments_of(two_tasks.procs[("local", 1)].pid)) <= 3
+    assert len(shm.segments_of(two_tasks.procs[("local", 1)].pid)) <= 3, shm.segments_of(
+        two_tasks.procs[("local", 1)].pid
+    )
     np.testing.assert_array_equal(fetched, value)
     np.testing.assert_array_equal(copied_value, value)
     assert first8 == value[:8].sum()
@@ -176,7 +178,7 @@ def test_a_stale_handle_is_refused():
 def _tampered(frames):
     """`frames` with the handle's nonce changed and the old signature kept."""
     head = bytearray(frames[0])  # the signature is kept: the header follows it
-    _, nonce = frames.segments[0]
+    _, nonce, _ = frames.segments[0]
     at = bytes(head).index(nonce.to_bytes(8, "big"))
     head[at + 7] ^= 1
     return [bytes(head), *frames[1:]]
@@ -331,3 +333,41 @@ def test_cluster_cycles_leave_the_drivers_fds_and_rss_flat():
     where = f"fds {samples[0][0]} -> {samples[-1][0]}, deleted segments mapped: {_deleted_segments_mapped()}"
     assert fd_slope < 0.5, f"{fd_slope:.2f} fds a cycle ({where})"
     assert rss_slope_mib < 1.0, f"{rss_slope_mib:.2f} MiB a cycle ({where})"
+
+
+def test_an_unchanging_array_pushed_twice_shares_one_segment_read_only():
+    stored = np.arange(2**18, dtype=np.float32)  # as a variable's value is stored: read-only, its own memory
+    stored.setflags(write=False)
+    first = wire.encode("SendTensor", 1, {"tensors": [["w", stored]]}, KEY, local=True)
+    second = wire.encode("SendTensor", 2, {"tensors": [["w", stored]]}, KEY, local=True)
+    (name, nonce, slot_1), (name_2, nonce_2, slot_2) = first.segments[0], second.segments[0]
+    assert (name_2, nonce_2) == (name, nonce) and slot_1 != slot_2  # one copy, two reader slots
+    one, two = (wire.decode(f, KEY)["tensors"][0][1] for f in (first, second))
+    for got in (one, two):
+        np.testing.assert_array_equal(got, stored)
+        assert not got.flags.writeable  # another receiver views the same bytes
+    del one, got
+    gc.collect()
+    third = wire.encode("SendTensor", 3, {"tensors": [["w", stored + 1]]}, KEY, local=True)
+    assert third.segments[0][0] != name  # the second receiver still holds it
+    np.testing.assert_array_equal(two, stored)
+    del two
+    gc.collect()
+    fourth = wire.encode("SendTensor", 4, {"tensors": [["w", stored + 2]]}, KEY, local=True)
+    assert fourth.segments[0][0] == name  # every slot free: reused
+    for frames in (third, fourth):
+        wire.discard(frames)
+
+
+def test_a_fetch_or_a_writable_array_is_never_shared():
+    stored = np.arange(2**18, dtype=np.float32)
+    stored.setflags(write=False)
+    writable = np.arange(2**18, dtype=np.float32)
+    for msg_type, value in (("RunStepResponse", stored), ("SendTensor", writable)):
+        first = wire.encode(msg_type, 1, {"tensors": [["w", value]]}, KEY, local=True)
+        second = wire.encode(msg_type, 2, {"tensors": [["w", value]]}, KEY, local=True)
+        assert first.segments[0][0] != second.segments[0][0]
+        got = wire.decode(second, KEY)["tensors"][0][1]
+        assert got.flags.writeable  # the receiver's own, as an array over a frame is
+        del got
+        wire.discard(first)

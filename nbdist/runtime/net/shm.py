@@ -2,19 +2,24 @@
 
 A tensor of at least `SHM_MIN_BYTES` sent over a connection whose two ends are loopback
 addresses is copied into a shared-memory segment of the sender's `SegmentPool`; the
-message carries only a handle ``[name, nonce, dtype, shape]`` inside its (signed) header
+message carries only a handle ``[name, nonce, dtype, shape, reader slot, shared]`` inside its (signed) header
 (`nbdist.runtime.net.wire`). The receiver maps the segment once (mappings are cached), and
 hands out a numpy view of it: no copy on receipt. When the last view of that
-tensor is dropped, the receiver marks the segment free in its header; only then does the
-sender reuse it, so a pool segment's pages stay touched and a transfer costs one memcpy.
+tensor is dropped, the receiver marks its reader slot free in the segment's header; once
+every slot is free the sender may reuse it, so a pool segment's pages stay touched and a
+transfer costs one memcpy. An array that can never change (read-only, owning its memory: a
+variable's stored value), put as `unchanging`, takes another reader slot of the segment that
+still holds it when it is sent again, without a copy (a ps that sends the same weights to
+every worker of a step copies them once); its receivers get read-only views (``shared``),
+since one receiver's writes would show in the others'.
 
 Segments are files in ``/dev/shm`` (what ``shm_open`` creates on Linux) made with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600, mapped with `mmap`. Not
 ``multiprocessing.shared_memory``: on Python 3.11 its resource tracker unlinks a segment
 when *any* attaching process exits (and warns), and opting out needs private API.
 
-Segment layout: a 4096-byte header (``MAGIC``, the current nonce, a state byte: 1 busy,
-0 free), then the tensor's bytes. A random 64-bit nonce, renewed on every use, ties a
+Segment layout: a 4096-byte header (``MAGIC``, the current nonce, `READERS` reader slots of
+one byte each: 1 held, 0 free), then the tensor's bytes. A random 64-bit nonce, renewed on every use, ties a
 handle to one use of a segment: a stale or forged handle does not match and is refused.
 
 Names are ``nbdist-<uid>-<pid>.<process start time>-<n>``: a process unlinks its own
@@ -60,6 +65,8 @@ TIDY_EVERY_S = 10.0  # how often a serving loop runs `tidy`
 MAGIC = b"nbdshm01"
 _HEADER_BYTES = 4096
 _NONCE_AT, _STATE_AT = 8, 16
+READERS = 8  # reader slots per segment: the receivers one put of an unchanging array can serve
+_ALL_FREE = bytes(READERS)
 _FREE, _BUSY = 0, 1
 _UID = os.geteuid()
 _NAME = re.compile(rf"nbdist-{_UID}-(\d+)\.(\d+)-\d+")
@@ -103,15 +110,24 @@ def _start_time(pid):
 
 
 class _Segment:
-    __slots__ = ("name", "mm", "capacity", "nonce", "free_since")
+    __slots__ = ("name", "mm", "capacity", "nonce", "free_since", "source")
 
     def __init__(self, name, mm, capacity):
         self.name, self.mm, self.capacity, self.nonce = name, mm, capacity, 0
         self.free_since = None  # when a `unlink_idle` first saw it free (None: in use since)
+        self.source = None  # a weak reference to the unchanging array it holds, if it holds one
 
     @property
     def free(self):
-        return self.mm[_STATE_AT] == _FREE
+        return self.mm[_STATE_AT : _STATE_AT + READERS] == _ALL_FREE
+
+    def take_slot(self):
+        """A free reader slot, marked held; None when every slot is held."""
+        slot = self.mm.find(b"\0", _STATE_AT, _STATE_AT + READERS)
+        if slot < 0:
+            return None
+        self.mm[slot] = _BUSY
+        return slot - _STATE_AT
 
 
 class SegmentPool:
@@ -128,25 +144,48 @@ class SegmentPool:
         self._nbytes = 0
         self._prefix = f"nbdist-{_UID}-{os.getpid()}.{_start_time(os.getpid())}-"
 
-    def put(self, array):
+    def put(self, array, unchanging=False):
         """Copies `array` (C-contiguous, numeric) into a free segment; returns its handle
-        ``[name, nonce, dtype, shape]``, or None when the pool is full (send it in the socket)."""
-        segment = self._acquire(array.nbytes)
-        if segment is None:
-            stats["fallback"] += 1
-            return None
-        dst = np.frombuffer(segment.mm, np.uint8, array.nbytes, _HEADER_BYTES)
-        np.copyto(dst, array.reshape(-1).view(np.uint8))
+        ``[name, nonce, dtype, shape, reader slot, shared]``, or None when the pool is full
+        (send it in the socket). An `unchanging` array (the caller knows it is never written:
+        read-only and owning its memory) that a segment still holds takes another reader slot
+        of it instead: no copy; its handles say `shared` (the receivers' views are read-only)."""
+        segment = self._shared(array) if unchanging else None
+        if segment is not None:
+            stats["shared"] += 1
+            slot = segment[1]
+            segment = segment[0]
+        else:
+            segment = self._acquire(array.nbytes)
+            if segment is None:
+                stats["fallback"] += 1
+                return None
+            dst = np.frombuffer(segment.mm, np.uint8, array.nbytes, _HEADER_BYTES)
+            np.copyto(dst, array.reshape(-1).view(np.uint8))
+            if unchanging:
+                segment.source = weakref.ref(array)
+            slot = 0
         stats["sent"] += 1
         stats["sent_bytes"] += array.nbytes
-        return [segment.name, segment.nonce, array.dtype.str, list(array.shape)]
+        return [segment.name, segment.nonce, array.dtype.str, list(array.shape), slot, unchanging]
 
-    def release(self, name, nonce):
-        """Marks a segment free again (a message that carried its handle was never sent)."""
+    def _shared(self, array):
+        """``(segment, reader slot)`` of a segment that holds `array` and has a free slot."""
+        with self._lock:
+            for seg in self._segments:
+                if seg.source is not None and seg.source() is array:
+                    slot = seg.take_slot()
+                    if slot is not None:
+                        seg.free_since = None
+                        return seg, slot
+        return None
+
+    def release(self, name, nonce, slot=0):
+        """Frees a reader slot again (a message that carried its handle was never sent)."""
         with self._lock:
             for seg in self._segments:
                 if seg.name == name and seg.nonce == nonce:
-                    seg.mm[_STATE_AT] = _FREE
+                    seg.mm[_STATE_AT + slot] = _FREE
 
     def _acquire(self, nbytes):
         capacity = max(SHM_MIN_BYTES, 1 << (nbytes - 1).bit_length())
@@ -160,8 +199,9 @@ class SegmentPool:
                     return None
             segment.nonce = int.from_bytes(os.urandom(8), "big") >> 1
             segment.free_since = None
+            segment.source = None
             struct.pack_into("<Q", segment.mm, _NONCE_AT, segment.nonce)
-            segment.mm[_STATE_AT] = _BUSY
+            segment.mm[_STATE_AT] = _BUSY  # (reader slot 0)
             return segment
 
     def _create(self, capacity):
@@ -364,37 +404,44 @@ def _map_peer_segment(name):
     return mm
 
 
-def attach(name, nonce, dtype, shape):
-    """The tensor a handle names: a view of the sender's segment.
+def attach(name, nonce, dtype, shape, slot=0, shared=False):
+    """The tensor a handle names: a view of the sender's segment (read-only when `shared`:
+    other receivers may view the same bytes).
 
-    The segment is marked free (the sender may reuse it) when the last view of the
-    returned array is dropped.
+    The handle's reader slot is marked free (once every slot is, the sender may reuse the
+    segment) when the last view of the returned array is dropped.
 
     Raises:
         ShmError: the segment is gone, not this user's, too small, or the handle is stale
-            (its nonce is not the segment's current one).
+            (its nonce is not the segment's current one, or its reader slot is not held).
     """
+    if not (isinstance(slot, int) and 0 <= slot < READERS):
+        raise ShmError(
+            f"shared-memory handle for {name!r} names reader slot {slot!r}, not one of 0..{READERS - 1}"
+        )
     mm = _mappings.get(name)
     nbytes = math.prod(shape) * dtype.itemsize  # (ints: `wire` checked the handle; numpy's prod costs 5 us)
     (current,) = struct.unpack_from("<Q", mm, _NONCE_AT)
-    if current != nonce or mm[_STATE_AT] != _BUSY:
+    if current != nonce or mm[_STATE_AT + slot] != _BUSY:
         raise ShmError(f"stale shared-memory handle for segment {name!r}: the segment was reused or freed")
     if _HEADER_BYTES + nbytes > len(mm):
         raise ShmError(f"shared-memory handle for {name!r} claims {nbytes} bytes, the segment holds fewer")
     holder = (ctypes.c_char * max(nbytes, 1)).from_buffer(mm, _HEADER_BYTES)
-    weakref.finalize(holder, _mark_free, mm, nonce)
+    weakref.finalize(holder, _mark_free, mm, nonce, _STATE_AT + slot)
     # Writable, as an array received in a frame is: until it is dropped the segment is
     # this receiver's alone (the sender writes it again only once it is marked free).
     array = np.frombuffer(holder, dtype, nbytes // dtype.itemsize).reshape(shape)
+    if shared:
+        array.flags.writeable = False
     stats["received"] += 1
     stats["received_bytes"] += nbytes
     return array
 
 
-def _mark_free(mm, nonce):
+def _mark_free(mm, nonce, at):
     with contextlib.suppress(ValueError):  # the mapping was closed
         if struct.unpack_from("<Q", mm, _NONCE_AT)[0] == nonce:
-            mm[_STATE_AT] = _FREE
+            mm[at] = _FREE
 
 
 def sweep_leftovers():

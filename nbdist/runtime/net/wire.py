@@ -50,7 +50,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.runtime.net import security, shm
 
-PROTOCOL_VERSION = 2  # 2: signature and header in one frame (1: two frames)
+PROTOCOL_VERSION = 3  # 3: a shared-memory handle names its reader slot; 2: signature and header in one frame
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_FRAMES = 65536
 MAX_TENSOR_BYTES = 4 * 2**30
@@ -61,7 +61,7 @@ KEY_ENV = security.KEY_ENV
 _EXT_ARRAY = 1
 _EXT_STRINGS = 2
 _EXT_TUPLE = 3
-_EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape] (runtime/net/shm.py)
+_EXT_SHM = 4  # a tensor in a shared-memory segment: [name, nonce, dtype, shape, slot, shared] (net/shm.py)
 _EXT_INLINE = 5  # a small array inside the header: [dtype, shape, bytes]
 _EXT_CHUNKED = 6  # an array over several frames (larger than MAX_FRAME_BYTES): [first, count, dtype, shape]
 # Arrays up to this size travel inside the header: a frame of their own costs more than the
@@ -198,8 +198,8 @@ class Frames(list):
 
 def discard(frames):
     """Frees the shared-memory segments of encoded `frames` that will never be sent."""
-    for name, nonce in frames.segments:
-        shm.pool().release(name, nonce)
+    for name, nonce, slot in frames.segments:
+        shm.pool().release(name, nonce, slot)
 
 
 _packers = threading.local()
@@ -235,10 +235,11 @@ class _Packer:
     sent arrays - and shared-memory segments - alive until the next garbage collection.)
     """
 
-    def __init__(self, use_shm):
+    def __init__(self, use_shm, share=False):
         self.use_shm = use_shm
+        self.share = share  # unchanging arrays may share a segment (read-only at the receiver)
         self.buffers = []  # arrays sent as raw frames
-        self.segments = []  # (name, nonce) of the arrays sent through shared memory
+        self.segments = []  # (name, nonce, reader slot) of the arrays sent through shared memory
 
     def default(self, obj):
         if isinstance(obj, np.ndarray):
@@ -247,9 +248,11 @@ class _Packer:
                 return msgpack.ExtType(_EXT_STRINGS, _packb([list(obj.shape), flat]))
             arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj).reshape(obj.shape)
             if self.use_shm and arr.nbytes >= shm.SHM_MIN_BYTES and shm.enabled():
-                handle = shm.pool().put(arr)
+                # (a variable's stored value is read-only and owns its memory: it never changes)
+                unchanging = self.share and not arr.flags.writeable and arr.flags.owndata
+                handle = shm.pool().put(arr, unchanging)
                 if handle is not None:
-                    self.segments.append((handle[0], handle[1]))
+                    self.segments.append((handle[0], handle[1], handle[4]))
                     return msgpack.ExtType(_EXT_SHM, _packb(handle))
             if arr.nbytes <= INLINE_MAX_BYTES:
                 return msgpack.ExtType(_EXT_INLINE, _packb([arr.dtype.str, list(arr.shape), arr.tobytes()]))
@@ -288,7 +291,10 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False, to=Non
             travel in shared memory (`nbdist.runtime.net.shm`), only their handles in the header.
         to: the receiver a signed request is addressed to (see the module docstring).
     """
-    packer = _Packer(local)  # (asks `shm.enabled` only for a large tensor: not per message)
+    # (asks `shm.enabled` only for a large tensor: not per message). A step's tensors pushed to
+    # another task (`SendTensor`) go to kernels, which never write their inputs: there, one
+    # segment may serve every receiver of an unchanging array, as a read-only view.
+    packer = _Packer(local, share=msg_type == "SendTensor")
     header = {"v": PROTOCOL_VERSION, "type": msg_type, "id": request_id, **body}
     if key is not None and stamp is not None:
         header["s"] = stamp.next()
@@ -300,8 +306,8 @@ def encode(msg_type, request_id, body, key=None, stamp=None, local=False, to=Non
     try:
         head = header_packer.pack(header)
     except BaseException:
-        for name, nonce in packer.segments:
-            shm.pool().release(name, nonce)
+        for name, nonce, slot in packer.segments:
+            shm.pool().release(name, nonce, slot)
         raise
     finally:
         _packers.current = outer
@@ -529,10 +535,16 @@ def _inline_array(meta):
 
 
 def _shm_array(handle):
-    if not (isinstance(handle, list) and len(handle) == 4):
+    if not (isinstance(handle, list) and len(handle) == 6):
         raise WireError(f"bad shared-memory handle {handle!r}")
-    name, nonce, dtype, shape = handle
-    if not (isinstance(name, str) and isinstance(nonce, int) and isinstance(dtype, str)):
+    name, nonce, dtype, shape, slot, shared = handle
+    if not (
+        isinstance(name, str)
+        and isinstance(nonce, int)
+        and isinstance(dtype, str)
+        and isinstance(slot, int)
+        and isinstance(shared, bool)
+    ):
         raise WireError(f"bad shared-memory handle {handle!r}")
     dt = _numeric_dtype(dtype)
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
@@ -540,7 +552,7 @@ def _shm_array(handle):
     if math.prod(shape) * dt.itemsize > MAX_TENSOR_BYTES:
         raise WireError(f"shared-memory tensor {dtype}{shape} exceeds the {MAX_TENSOR_BYTES}-byte bound")
     try:
-        return shm.attach(name, nonce, dt, tuple(shape))
+        return shm.attach(name, nonce, dt, tuple(shape), slot, shared)
     except shm.ShmError as e:
         raise WireError(str(e)) from None
 
