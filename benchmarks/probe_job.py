@@ -58,6 +58,7 @@ HOPS = [
     ("wire.decode>", "wire.decode<", "decode a message", False),
     ("wire.encode> SendTensor", "wire.encode<", "encode a SendTensor", False),
     ("wire.encode> RunGraphResponse", "wire.encode<", "encode a RunGraph reply", False),
+    ("shm.put>", "shm.put<", "copy a tensor into shared memory", False),
 ]
 START_TIMEOUT_S = 180  # until every worker's first step (TF imports slowly)
 RUN_TIMEOUT_S = 600  # for the whole job

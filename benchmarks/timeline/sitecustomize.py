@@ -74,7 +74,7 @@ def _short(task):
 
 def _install():
     from nbdist.runtime import fetch_delivery, master, remote, rendezvous, worker
-    from nbdist.runtime.net import links, readiness, wire
+    from nbdist.runtime.net import links, readiness, shm, wire
 
     _wrap(remote.RemoteBackend, "run_step", "client.run", ends=True)
     _wrap(master.MasterService, "run_step", "master.RunStep")
@@ -97,6 +97,7 @@ def _install():
     )
     _wrap(rendezvous.Rendezvous, "put_all", "rendezvous.put_all")
     _wrap(wire, "encode", "wire.encode", lambda msg_type, *a, **k: " " + msg_type, ends=True)
+    _wrap(shm.SegmentPool, "put", "shm.put", ends=True)
     _wrap(links.Link, "write", "link.write", ends=True)
     _wrap(links.Link, "take_all", "link.read", ends=True)
     _wrap(wire, "decode", "wire.decode", ends=True)
