@@ -148,6 +148,43 @@ def test_a_dequeue_waiting_on_an_empty_queue_is_parked_and_woken_by_the_enqueue(
     putter.close()
 
 
+def test_a_parked_dequeue_looks_again_only_when_its_own_queue_changes(in_process_servers, monkeypatch):
+    """A run parked on a queue is woken by that queue's changes, not by every queue's or
+    accumulator's of the task (a sync step's gradients would wake its token dequeue)."""
+    monkeypatch.setattr(worker, "PARKED_RECHECK_S", 30.0)  # (only the wakes count)
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:ps/task:0"):
+        mine = tf.FIFOQueue(100, tf.float32, shapes=[[]], shared_name="mine", name="mine")
+        other = tf.FIFOQueue(100, tf.float32, shapes=[[]], shared_name="other", name="other")
+        x = tf.placeholder(tf.float32, [], name="x")
+        put_mine, put_other, take = mine.enqueue([x]), other.enqueue([x]), mine.dequeue()
+    advances = []  # the step id of each advance of a parked run
+    advance = worker._ParkedRun.advance
+
+    def counted(run, *args, **kwargs):
+        advances.append(run.ctx.step_id)
+        return advance(run, *args, **kwargs)
+
+    monkeypatch.setattr(worker._ParkedRun, "advance", counted)
+    ps = in_process_servers["ps"]
+    with tf.Session(ps.target, graph=graph) as taker, tf.Session(ps.target, graph=graph) as putter:
+        putter.run(put_mine, {x: 1.0})
+        assert taker.run(take) == 1.0  # (the signature's first run goes to the pool)
+        parked, result = ps.worker.steps_parked, []
+        waiter = threading.Thread(target=lambda: result.append(taker.run(take)))
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while ps.worker.steps_parked == parked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting = advances[-1]  # the dequeue's step, parked
+        for i in range(20):
+            putter.run(put_other, {x: float(i)})
+        assert advances.count(waiting) == 1  # its first pass only: the other queue's 20 changes woke nothing
+        putter.run(put_mine, {x: 7.0})
+        waiter.join(10)
+    assert result == [7.0]
+
+
 def test_a_long_parked_wait_says_what_it_waits_for(in_process_servers, monkeypatch, caplog):
     monkeypatch.setattr(worker, "HANG_REPORT_S", 0.3)
     graph, put, take, _ = _queue_graph()

@@ -138,7 +138,7 @@ def _apply_kernel(ctx, node, acc, local_step, gradient):
         value = gradient.astype(acc.dtype.np, copy=False)
         acc.sum = value.copy() if acc.sum is None else acc.sum + value
         acc.count += 1
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
     return np.bool_(True)
 
 
@@ -155,7 +155,7 @@ def _sparse_apply_kernel(ctx, node, acc, local_step, indices, values, dense_shap
         values = values.astype(acc.dtype.np, copy=False)
         acc.sum = _merge_rows(acc.sum, indices, values)
         acc.count += 1
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
     return np.bool_(True)
 
 
@@ -227,7 +227,7 @@ def _sparse_take_kernel(ctx, node, acc, num_required):
         indices, values, counts = acc.sum
         acc.sum, acc.count = None, 0
         acc.time_step += 1
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
     if acc.mean:  # each row by the number of gradients that had it (TF's element-wise average)
         per_row = np.asarray(counts, values.dtype).reshape((-1,) + (1,) * (values.ndim - 1))
         values = (values / per_row).astype(values.dtype, copy=False)
@@ -253,7 +253,7 @@ def _take_kernel(ctx, node, acc, num_required):
         total, count = acc.sum, acc.count
         acc.sum, acc.count = None, 0
         acc.time_step += 1  # implicitly, as TF's accumulator does
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
     return (total / count).astype(acc.dtype.np, copy=False) if acc.mean else total
 
 
@@ -280,14 +280,14 @@ def _set_step_kernel(ctx, node, acc, new_global_step):
                 acc.time_step,
             )
         acc.time_step = int(new_global_step)
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
 
 
 @registry.kernel("AccumulatorClose")
 def _close_kernel(ctx, node, acc):
     with acc.lock:
         acc.closed = True
-    ctx.resources.notify()
+    ctx.resources.notify(acc)
 
 
 def _create_accumulator(op_type, dtype, shape, shared_name, name, reduction_type):

@@ -211,8 +211,8 @@ def _declare(op_type, shape_fn, *, blocking=False):
     registry.no_gradient(op_type)
 
 
-def _changed(ctx):
-    ctx.resources.notify()
+def _changed(ctx, queue):
+    ctx.resources.notify(queue)  # (the runs parked on this queue look again)
 
 
 # -- enqueue ---------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def _enqueue_kernel(ctx, node, queue, *components):
     with queue.lock:
         queue.put([tuple(np.asarray(c) for c in components)], node)
         queue.feeders.add(ctx.master)
-    _changed(ctx)
+    _changed(ctx, queue)
 
 
 def _many(components, node):
@@ -255,7 +255,7 @@ def _enqueue_many_kernel(ctx, node, queue, *components):
     with queue.lock:
         queue.put([tuple(np.asarray(c[i]) for c in components) for i in range(n)], node)
         queue.feeders.add(ctx.master)
-    _changed(ctx)
+    _changed(ctx, queue)
 
 
 # -- dequeue ---------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def _claimed(ctx, node, queue, n, up_to=False):
     if elements is None:
         with queue.lock:
             elements = queue.take(n, node, up_to)  # raises OutOfRangeError (closed, too few left)
-    _changed(ctx)  # the next dequeue in line may go now
+    _changed(ctx, queue)  # the next dequeue in line may go now
     return elements
 
 
@@ -353,7 +353,7 @@ def _close_kernel(ctx, node, queue):
     # get what is left, then OutOfRangeError, as in TF.
     with queue.lock:
         queue.closed = True
-    _changed(ctx)
+    _changed(ctx, queue)
 
 
 # -- the Python classes ----------------------------------------------------------------------------

@@ -236,7 +236,7 @@ def _read_up_to_ready(ctx, node, reader, queue, n):
 
 def _claimed(ctx, node, queue):
     records = ctx.pop_claim(node) or []
-    ctx.resources.notify()  # the queue's next dequeue in line may go now
+    ctx.resources.notify(queue)  # the queue's next dequeue in line may go now
     if not records:
         with queue.lock:
             queue.take(1, node)  # closed and empty: the queue's OutOfRangeError, as TF's

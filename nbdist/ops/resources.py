@@ -160,7 +160,7 @@ class ResourceManager:
         # Notified whenever something a waiting step may wait for changed: a tensor arrived
         # (the rendezvous shares it), a queue or an accumulator changed, a step was aborted.
         self.changed = threading.Condition()
-        self._parked = set()  # wake() of each run parked on a server's I/O thread (`park`)
+        self._parked = {}  # wake() of each run parked on a server's I/O thread -> what it waits on
         # What happened to watched resources (queues, accumulators), newest last, from every
         # step that ran here: a traced step's timeline shows who else touched them meanwhile.
         self.activity = collections.deque(maxlen=ACTIVITY_KEPT)
@@ -177,16 +177,18 @@ class ResourceManager:
         for wake in parked:
             wake()
 
-    def park(self, wake):
+    def park(self, wake, waits_on=None):
         """Calls ``wake()`` (from any thread, never inside this manager's lock) whenever
-        `notify` or `task_lost` is, until `unpark`: a run parked on a server's I/O thread
-        while it waits for a queue or an accumulator, instead of blocking a thread."""
+        `notify` is for one of the resources whose ids are in the set `waits_on` (the run adds
+        to it as it goes; None: for any), or for no resource in particular, and whenever
+        `task_lost` is, until `unpark`: a run parked on a server's I/O thread while it waits
+        for a queue or an accumulator, instead of blocking a thread."""
         with self.changed:
-            self._parked.add(wake)
+            self._parked[wake] = waits_on
 
     def unpark(self, wake):
         with self.changed:
-            self._parked.discard(wake)
+            self._parked.pop(wake, None)
 
     def task_back(self, task):
         with self.changed:
@@ -238,12 +240,23 @@ class ResourceManager:
                 )
         return out
 
-    def notify(self):
+    def notify(self, resource=None):
         """Wakes every step waiting on a resource of this manager (see the executor's wait),
-        and every parked run (`park`)."""
+        and the parked runs (`park`) that wait on `resource` (a queue, an accumulator that
+        changed; None: every parked run)."""
+        self.notify_any(None if resource is None else (id(resource),))
+
+    def notify_any(self, ids):
+        """`notify` for the resources whose ids are `ids` (None: every parked run)."""
         with self.changed:
             self.changed.notify_all()
-            parked = list(self._parked) if self._parked else ()
+            if not self._parked:
+                return
+            parked = [
+                wake
+                for wake, waits_on in self._parked.items()
+                if ids is None or waits_on is None or not waits_on.isdisjoint(ids)
+            ]
         for wake in parked:
             wake()
 

@@ -23,6 +23,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.ops import registry
 from nbdist.ops.deadness import DEAD, DEADNESS_SOURCES
+from nbdist.runtime.kernel_errors import raise_from_kernel
 from nbdist.runtime.plan_compiler import (
     compile_steps,
     dataflow_edges,
@@ -75,6 +76,7 @@ class StepContext:
         "outbox",
         "reply_to",
         "carried",
+        "waits_on",
         "_claims",
     )
 
@@ -102,6 +104,11 @@ class StepContext:
         self.finished = False  # set when the plan's run returned or raised (waits it left are void)
         self.wake = None  # set while the step is parked: called (any thread) when it must look again
         self.outbox = None  # tensors `_Send` queued for other tasks: {task: [[key, value], ...]}
+        # The id of every resource one of the step's ops asked to be ready for (a set, filled
+        # before the ask, so no change is missed, by a plan that waits on resources; else
+        # None): its resource manager wakes the parked run only for a change of one of them,
+        # and the step's end wakes only the runs behind it on one of them (`finish`).
+        self.waits_on = None
         self.reply_to = reply_to
         self.carried = None  # [[key, value], ...] for `reply_to`, sent with the run's reply
         self._claims = None  # node name -> (value, give_back)
@@ -130,12 +137,16 @@ class StepContext:
         return self._claims.pop(node.name)[0]
 
     def finish(self):
-        """Marks the step over: unclaimed values go back, and whoever waits behind it re-checks."""
+        """Marks the step over: unclaimed values go back, and whoever waits behind it (on a
+        resource it asked to be ready for: a claim or a place in a queue's line) re-checks."""
         self.finished = True
         claims, self._claims = self._claims, None
         for _, give_back in (claims or {}).values():
             give_back()
-        self.resources.notify()
+        if self.waits_on is None:
+            self.resources.notify()
+        elif self.waits_on:
+            self.resources.notify_any(tuple(self.waits_on))
 
     def abort_error(self):
         """The error that ended this step from outside, or None while it may go on."""
@@ -282,6 +293,8 @@ class ExecutionPlan:
         """A `PlanRun` of this plan: advance it (`PlanRun.advance`) until nothing is left,
         waiting in between, then `end` it. `run` is that loop, blocking; a server parks a
         run whose waits all `park` until a tensor arrives, and advances it then."""
+        if self.waits_on_resources and ctx.waits_on is None:
+            ctx.waits_on = set()
         return PlanRun(self, ctx, feed_values)
 
     def end(self, run):
@@ -309,7 +322,10 @@ class ExecutionPlan:
 
     def _waits_for(self, step, ctx, vals):
         """None when `step` can run now, else a description of what it waits for."""
-        return step.ready(ctx, step.node, *self._args(step, ctx, vals))
+        args = self._args(step, ctx, vals)
+        if ctx.waits_on is not None:  # (before asking: a change from now on wakes the run)
+            ctx.waits_on.update(id(arg) for arg, i in zip(args, step.inputs) if i < 0)
+        return step.ready(ctx, step.node, *args)
 
     @staticmethod
     def _note_wait(step, waits):
@@ -370,7 +386,7 @@ class ExecutionPlan:
         try:
             out = step.kernel(ctx, node, *args)
         except Exception as e:  # noqa: BLE001 - re-raised against the node
-            _raise_from_kernel(e, node, ctx)
+            raise_from_kernel(e, node, ctx)
         end = time.perf_counter() if trace is not None or step.watch else 0.0
         if trace is not None:
             trace.append((node.name, node.op, start, end))
@@ -388,23 +404,11 @@ class ExecutionPlan:
                 *[vals[i] if i >= 0 else self._resource(ctx, i) for i in step.inputs],
             )
         except Exception as e:  # noqa: BLE001 - re-raised against the node
-            _raise_from_kernel(e, step.node, ctx)
+            raise_from_kernel(e, step.node, ctx)
         _store(step, vals, out)
 
     def _resource(self, ctx, i):
         return ctx.resources.resource(*self._refs[-i - 1], session=ctx.session)
-
-
-def _raise_from_kernel(e, node, ctx):
-    """Raises the error of `node`'s kernel, naming the node and its device."""
-    if isinstance(e, errors.OpError):
-        raise _with_node(e, node, ctx) from None
-    # a numpy error in a kernel: report it against the node
-    raise errors.InvalidArgumentError(
-        node.name,
-        None,
-        f"{type(e).__name__} in {node.op} op {node.name!r}: {e}{_where(node, ctx)}",
-    ) from e
 
 
 def _store(step, vals, out):
@@ -585,15 +589,3 @@ def _said(out, n_out):
     if n_out == 1 and getattr(out, "ndim", None) == 0 and out.dtype.kind in "biu":
         return out.item()
     return None
-
-
-def _where(node, ctx):
-    device = node.device or ctx.device
-    return f"\n\t [[node {node.name} ({node.op}) on {device or 'the local device'}]]"
-
-
-def _with_node(e, node, ctx):
-    """The same OpError, with the node and device appended once."""
-    if "[[node " in e.message:
-        return e
-    return type(e)(e.node_def or node.name, e.op, e.message + _where(node, ctx), e.remote_traceback)

@@ -494,8 +494,9 @@ class _ParkedRun:
         if self.plan.waits_on_resources:
             # Before the first pass: a queue that another thread changes meanwhile wakes it later.
             # (A run that waits only for tensors is woken by the rendezvous alone: the end of
-            # every other step here would wake it for nothing.)
-            service.resources.park(self.wake_later)
+            # every other step here would wake it for nothing. And one that waits on a queue is
+            # woken by that queue's changes, not by every accumulator's: `ctx.waits_on`.)
+            service.resources.park(self.wake_later, ctx.waits_on)
         self.advance()
         if self.over:
             return
