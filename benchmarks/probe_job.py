@@ -1,8 +1,9 @@
 """Where one training job's time goes: its processes' CPU, page faults and samples, mid-run.
 
 Starts the MNIST MLP example (``examples/mnist_mlp_distributed.py``) as tutorials launch it -
-1 ps and N workers, each its own process on 127.0.0.1 with ``--job_name``/``--task_index`` -
-waits until every worker has trained its first step, then for ``--window`` seconds reads each
+1 ps and N workers, each its own process on 127.0.0.1 with ``--job_name``/``--task_index``
+(``--in-graph``: the tasks only serve, and one more process, ``client``, drives a tower per
+worker) - waits until every client has trained its first step, then for ``--window`` seconds reads each
 process's CPU time and minor page faults from ``/proc/<pid>/stat`` and, when asked, attaches
 a profiler to the tasks named (``ps``, ``w0``, ``w1``, ...): ``--py-spy`` (Python stacks, only
 while holding the GIL; raw files for flame graphs), ``--perf`` (native stacks: kernels, page
@@ -24,6 +25,7 @@ hour.
     python benchmarks/probe_job.py --perf ps --py-spy w0 --out /tmp/p  # profiles into /tmp/p
     python benchmarks/probe_job.py --tf                                # the same job on real TF
     python benchmarks/probe_job.py --sync --timeline 0.5               # hop by hop, every task
+    python benchmarks/probe_job.py --in-graph --py-spy ps,client        # in-graph, two profiles
 """
 
 import argparse

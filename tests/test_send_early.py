@@ -1,9 +1,10 @@
 """A task sends what another task waits for before it runs the ops only it needs.
 
-A plan orders the subgraphs of its `_Send`s before its fetches' and other targets'; a run's first pass pushes the tensors queued for tasks other than the master's as soon
-as it is past its last `_Send`, instead of after every op behind it. In-graph training is the
-case: the ps sends the variables to every tower, then runs Adam's constants and reads. Three
-in-process servers on 127.0.0.1.
+A plan orders the subgraphs of its `_Send`s before its fetches' and other targets'; a run's
+first pass pushes the tensors queued for tasks other than the master's as soon as it is past
+its last `_Send`, instead of after every op behind it. In-graph training is the case: the ps
+sends the variables to every tower, then runs Adam's constants and reads. Three in-process
+servers on 127.0.0.1.
 """
 
 import time
@@ -15,9 +16,7 @@ import nbdist as tf
 from nbdist.graph.graph_def import NodeDef
 from nbdist.runtime.plan_compiler import prune_and_sort
 
-PS, W0, W1 = (
-    f"/job:{job}/replica:0/task:{i}/device:CPU:0" for job, i in (("ps", 0), ("worker", 0), ("worker", 1))
-)
+W1 = "/job:worker/replica:0/task:1/device:CPU:0"
 SLOW_S = 0.5
 
 
