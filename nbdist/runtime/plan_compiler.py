@@ -48,8 +48,8 @@ def prune_and_sort(by_name, fed, fetches, targets):
     a tensor another task waits for (a variable's value for a tower) is sent before the ops
     that only this task needs."""
     needed, order, visiting = set(), [], set()
-    sends = [t for t in targets if t in by_name and by_name[t].op == "_Send"]
-    stack = [(t, False) for t in sends]
+    sends = {t for t in targets if t in by_name and by_name[t].op == "_Send"}
+    stack = [(t, False) for t in targets if t in sends]
     stack += [(split_input(f)[0], False) for f in fetches if f not in fed]
     stack += [(t, False) for t in targets if t not in sends]
     stack.reverse()

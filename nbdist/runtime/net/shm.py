@@ -150,11 +150,10 @@ class SegmentPool:
         (send it in the socket). An `unchanging` array (the caller knows it is never written:
         read-only and owning its memory) that a segment still holds takes another reader slot
         of it instead: no copy; its handles say `shared` (the receivers' views are read-only)."""
-        segment = self._shared(array) if unchanging else None
-        if segment is not None:
+        shared = self._shared(array) if unchanging else None
+        if shared is not None:
             stats["shared"] += 1
-            slot = segment[1]
-            segment = segment[0]
+            segment, slot = shared
         else:
             segment = self._acquire(array.nbytes)
             if segment is None:
