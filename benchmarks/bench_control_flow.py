@@ -29,7 +29,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import nbdist as tf  # noqa: E402
+import nbdist as tf
 
 RNG = np.random.default_rng(30)
 X = RNG.standard_normal((100, 784)).astype(np.float32)
@@ -103,9 +103,8 @@ def _time(sess, fetches, feeds, runs):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-
     import tensorflow.compat.v1 as tf1
+    from threadpoolctl import threadpool_limits
 
     tf1.disable_v2_behavior()
     rows = []

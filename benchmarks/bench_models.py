@@ -226,7 +226,8 @@ def _fmt(value, spec):
 
 
 def _median(values):
-    """Median of the figures that exist; None if a round had none (a failure or a target not reached)."""
+    """Median of the rounds' figures; None if there are none, or if a round that ran has none (its
+    target not reached: the median time is then unknown). Failed rounds are left out."""
     return statistics.median(values) if values and None not in values else None
 
 
@@ -261,6 +262,7 @@ def measure_row(mode, size, libs, rounds, steps, target, timeout_s):
     """`rounds` runs per library, alternating which goes first; prints each round's figures and
     returns each library's medians ``{lib: {"steps_per_s", "time_to_target_s"}}``."""
     figures = {lib: {"steps_per_s": [], "time_to_target_s": []} for lib in libs}
+    failed = dict.fromkeys(libs, 0)
     for round_ in range(rounds):
         line = [f"{mode} {size} round {round_ + 1}:"]
         for lib in libs if round_ % 2 == 0 else libs[::-1]:
@@ -268,18 +270,21 @@ def measure_row(mode, size, libs, rounds, steps, target, timeout_s):
                 res = run_once(mode, size, lib, steps, target, timeout_s)
             except RunError as e:
                 print(f"{mode} {size} {lib} FAILED: {e}", flush=True)
-                res = {"steps_per_s": None, "time_to_target_s": None}
                 line.append(f"{lib} failed")
-            else:
-                hung = f", {len(res['hung'])} hung worker(s) killed" if res["hung"] else ""
-                short = " (SHORT window)" if res["window_steps"] < steps // 2 else ""
-                line.append(
-                    f"{lib} {res['steps_per_s']:.1f} steps/s over {res['window_steps']} steps{short}, "
-                    f"loss < {target} after {_fmt(res['time_to_target_s'], '.2f')} s{hung}"
-                )
+                failed[lib] += 1
+                continue
+            hung = f", {len(res['hung'])} hung worker(s) killed" if res["hung"] else ""
+            short = " (SHORT window)" if res["window_steps"] < steps // 2 else ""
+            line.append(
+                f"{lib} {res['steps_per_s']:.1f} steps/s over {res['window_steps']} steps{short}, "
+                f"loss < {target} after {_fmt(res['time_to_target_s'], '.2f')} s{hung}"
+            )
             for key, values in figures[lib].items():
                 values.append(res[key])
         print("  ".join(line), flush=True)
+    for lib, n in failed.items():
+        if n:
+            print(f"{mode} {size} {lib}: the median is of {rounds - n} round(s); {n} failed", flush=True)
     return {lib: {key: _median(values) for key, values in f.items()} for lib, f in figures.items()}
 
 
