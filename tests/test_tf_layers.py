@@ -41,6 +41,9 @@ def _run(lib, values=None, switch=None):
     graph = lib.Graph()
     with graph.as_default(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TF's tf.layers deprecation warnings
+        # The same initial values every run: the two batch norms (of 4 examples) amplify float32
+        # rounding, and some unseeded draws took a difference past the tolerance.
+        lib.set_random_seed(0)
         x = lib.placeholder(lib.float32, [None, 6, 6, 2])
         feeds = {x: X}
         if switch is None:
