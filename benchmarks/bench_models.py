@@ -17,7 +17,8 @@ TF 1.x tutorial is run (``--job_name``/``--task_index``, the ps in ``server.join
 Both libraries run with their defaults, as users run them: TF without a ConfigProto (its own
 thread pools), nbdist as installed; neither OPENBLAS_NUM_THREADS nor OMP_NUM_THREADS is set
 here (a caller's are inherited, and printed). nbdist and TF alternate within each row (round
-1 nbdist first, round 2 TF first, ...); each figure is the median of the rounds.
+1 nbdist first, round 2 TF first, ...); each figure is the median of the rounds (a round that
+failed is left out, and the output says of how many rounds the median is).
 
 Reported per row: global steps per second while every worker trains (from the last worker's
 first step to the first worker's last: each worker prints when its first step ended, at
