@@ -188,9 +188,9 @@ SHOWN_STATIC = {
 
 # What may differ between two runs of a notebook in one kernel, masked before comparing them:
 # OS-chosen ports, decimals (losses, timings, "0.3 s ago"), numbers of 4 digits and more (pids,
-# file sizes, bytes), memory, a dashboard's redraws (as many as the machine's load allows); the
-# status table's heartbeat age and column widths; IPython's note that the extension is loaded
-# already. Op counts, node and device names, placements stay.
+# file sizes, bytes), a status row's pid of any length, memory, a dashboard's redraws (as many as
+# the machine's load allows); the status table's heartbeat age and column widths; IPython's note
+# that the extension is loaded already. Op counts, node and device names, placements stay.
 MASKS = [
     (re.compile(r"(localhost|127\.0\.0\.1):\d+"), r"\1:PORT"),
     (re.compile(r"\b\d+ redraws\b"), "# redraws"),
@@ -199,6 +199,8 @@ MASKS = [
     (re.compile(r"\b\d+ MB\b"), "# MB"),
     (re.compile(r"yes \(#\.# s ago\)"), "yes"),
     (re.compile(r"\s+"), " "),  # (a table's columns are as wide as its widest value)
+    # A status row's pid after the masks above (pids wrap around to 3 digits on a busy machine).
+    (re.compile(r"(:PORT) (\d+|####) (yes|no)\b"), r"\1 PID \3"),
 ]
 ALREADY_LOADED = ("The nbdist extension is already loaded", "%reload_ext nbdist")
 # Lines whose numbers depend on how the processes were scheduled (asynchronous training), per notebook.

@@ -128,8 +128,13 @@ def test_workers_of_a_real_cluster_feed_the_dashboard_with_no_report_calls():
         dash = tf.Dashboard(cluster.events)
         workers = [("worker", i, cluster.cluster_spec.task_address("worker", i)) for i in range(2)]
         task_exec.run_cell(workers, WORKER_CELL, cluster.key, timeout_s=120)
-        deadline = time.monotonic() + 10  # events are asynchronous: the last ones may still be on the way
-        while time.monotonic() < deadline and len(cluster.events.history("metric")) < 40:
+        # Events are asynchronous: the last ones may still be on the way, and the chief's 40 alone
+        # are no sign that the other worker's have arrived.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            history = cluster.events.history("metric")
+            if len(history) >= 40 and len({e["task"] for e in history}) == 2:
+                break
             time.sleep(0.05)
         metrics = cluster.events.history("metric")
         dash.stop()
