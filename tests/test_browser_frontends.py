@@ -55,7 +55,9 @@ def test_graph_and_live_dashboard_render_and_update_in_notebook7(browser, tmp_pa
 def test_graph_and_live_dashboard_render_and_update_in_voila(browser, tmp_path_factory, tmp_path):
     root = tmp_path_factory.mktemp("voila")
     # No join cell: Voila shows the page only after the last cell, then the curve moves live.
-    write_live_notebook(root / NOTEBOOK, join=False)
+    # 100 steps (12 s): on a loaded machine Voila took more than the 50 steps' 6 s to show the
+    # page, and the dashboard was first seen with 94 of that run's 100 reports, its picture final.
+    write_live_notebook(root / NOTEBOOK, join=False, steps=100)
     with (
         voila_server(root / NOTEBOOK, tmp_path_factory.mktemp("voilastate")) as server,
         page_with_screenshots(browser, artifacts_dir(tmp_path), "voila") as page,
