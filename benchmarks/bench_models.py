@@ -263,7 +263,6 @@ def measure_row(mode, size, libs, rounds, steps, target, timeout_s):
     """`rounds` runs per library, alternating which goes first; prints each round's figures and
     returns each library's medians ``{lib: {"steps_per_s", "time_to_target_s"}}``."""
     figures = {lib: {"steps_per_s": [], "time_to_target_s": []} for lib in libs}
-    failed = dict.fromkeys(libs, 0)
     for round_ in range(rounds):
         line = [f"{mode} {size} round {round_ + 1}:"]
         for lib in libs if round_ % 2 == 0 else libs[::-1]:
@@ -272,7 +271,6 @@ def measure_row(mode, size, libs, rounds, steps, target, timeout_s):
             except RunError as e:
                 print(f"{mode} {size} {lib} FAILED: {e}", flush=True)
                 line.append(f"{lib} failed")
-                failed[lib] += 1
                 continue
             hung = f", {len(res['hung'])} hung worker(s) killed" if res["hung"] else ""
             short = " (SHORT window)" if res["window_steps"] < steps // 2 else ""
@@ -283,9 +281,10 @@ def measure_row(mode, size, libs, rounds, steps, target, timeout_s):
             for key, values in figures[lib].items():
                 values.append(res[key])
         print("  ".join(line), flush=True)
-    for lib, n in failed.items():
-        if n:
-            print(f"{mode} {size} {lib}: the median is of {rounds - n} round(s); {n} failed", flush=True)
+    for lib, f in figures.items():
+        ran = len(f["steps_per_s"])  # (a failed round adds no figure)
+        if ran < rounds:
+            print(f"{mode} {size} {lib}: the median is of {ran} round(s); {rounds - ran} failed", flush=True)
     return {lib: {key: _median(values) for key, values in f.items()} for lib, f in figures.items()}
 
 
